@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// The Swift face of GrandCentral: the engine and its Swift API, and the XCTest suite.
+// The C ABI (GrandCentralExports, GrandCentralBlocks) is built by CMake only: the test
+// binary links Foundation, hence the toolchain's libdispatch, and must never contain
+// exported dispatch_* symbols (DESIGN.md, hard rule 2). The flags that keep _Concurrency
+// out of libgrandcentral.so live in CMakeLists.txt; here they would forbid depending on
+// this package by version (SwiftPM rejects unsafeFlags in dependencies).
+import PackageDescription
+
+let package = Package(
+    name: "GrandCentral",
+    products: [
+        .library(name: "GrandCentral", targets: ["GrandCentral"]),
+    ],
+    targets: [
+        .target(
+            name: "CGrandCentral",
+            path: "Sources/CGrandCentral",
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        .target(
+            name: "GrandCentral",
+            dependencies: ["CGrandCentral"],
+            path: "Sources/GrandCentral"
+        ),
+        .testTarget(
+            name: "GrandCentralTests",
+            dependencies: ["GrandCentral"],
+            path: "Tests/GrandCentralTests"
+        ),
+    ]
+)

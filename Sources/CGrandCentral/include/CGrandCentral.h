@@ -1,0 +1,108 @@
+// CGrandCentral: the few things the engine needs from C that Swift cannot express
+// directly: the futex syscall (variadic `syscall`), thread-local storage with a fast
+// access model, raw atomics on C-laid-out nodes, and thread creation with a controlled
+// signal mask. No dispatch_* names live here (DESIGN.md, layout).
+#ifndef CGRANDCENTRAL_H
+#define CGRANDCENTRAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: - Futex
+
+/// Waits while `*word == expected`. `timeout_ns < 0` waits forever; otherwise it is a
+/// relative timeout. Returns 0 when woken (or the value differed), ETIMEDOUT on timeout,
+/// EINTR on a signal.
+int gc_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/// Wakes at most `count` threads waiting on `word`; returns how many were woken.
+int gc_futex_wake(uint32_t *word, int count);
+
+// MARK: - Clocks (nanoseconds)
+
+uint64_t gc_uptime_ns(void);      // CLOCK_MONOTONIC
+uint64_t gc_walltime_ns(void);    // CLOCK_REALTIME
+
+// MARK: - Threads
+
+/// Starts a detached thread running `body(argument)`. The new thread starts with every
+/// signal blocked and restores the process's initial mask (captured at load) itself,
+/// so no signal lands in the window, and the mask it passes on to processes it spawns
+/// is the program's own, not an all-blocked one. Returns 0 or an errno.
+int gc_thread_create(void (*body)(void *), void *argument, const char *name);
+/// The kernel thread id of the caller.
+int32_t gc_thread_id(void);
+/// CPUs this process may use: the affinity mask, further limited by a cgroup v2/v1 CPU quota.
+int gc_active_cpu_count(void);
+/// CPUs online (logical) and an estimate of physical cores.
+int gc_logical_cpu_count(void);
+int gc_physical_cpu_count(void);
+
+// MARK: - Continuations
+//
+// A continuation is the fixed-size node every submitted work item travels in. It is
+// 64 bytes, one cache line, recycled through a per-thread cache (see ContinuationCache).
+// `next` is the intrusive link of the MPSC list a queue keeps; it is written by the
+// producer that linked the node (release) and read by the thread that owns the drain
+// (acquire). Every other field is written before the node is published and read only
+// by the thread that runs it.
+typedef struct gc_continuation_s {
+    struct gc_continuation_s *next;
+    void (*function)(void *);
+    void *context;
+    uintptr_t flags;      // ContinuationFlags (Swift)
+    void *group;          // group to leave after running, or NULL
+    void *owner;          // queue whose width the item holds while it runs, or NULL
+    void *waiter;         // sync waiter / extra payload
+    uintptr_t priority;   // QoS the item was submitted at
+} gc_continuation_t;
+
+static inline gc_continuation_t *gc_continuation_load_next(gc_continuation_t *c) {
+    return __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+}
+static inline void gc_continuation_store_next(gc_continuation_t *c, gc_continuation_t *n) {
+    __atomic_store_n(&c->next, n, __ATOMIC_RELEASE);
+}
+static inline void gc_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// MARK: - Per-thread state
+//
+// Owned by its thread: only the thread itself reads or writes its gc_thread_t.
+#define GC_HELD_QUEUES_MAX 32
+typedef struct gc_thread_s {
+    gc_continuation_t *cache;      // free continuations, linked through `next`
+    uint32_t cache_count;
+    uint32_t held_count;           // depth of `held`, may exceed GC_HELD_QUEUES_MAX
+    void *held[GC_HELD_QUEUES_MAX];// queues this thread is draining or holds for a sync, innermost last
+    void *worker;                  // the pool worker running on this thread, or NULL
+    void *apply;                   // the dispatch_apply this thread is helping with, or NULL
+    uint64_t flags;
+} gc_thread_t;
+
+extern __thread gc_thread_t gc_thread_storage
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
+
+// MARK: - Diagnostics
+
+/// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>\n" to stderr with one write(2)
+/// and aborts.
+__attribute__((noreturn)) void gc_client_bug(const char *function, const char *what);
+/// Writes one line to stderr.
+void gc_write_stderr(const char *line);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

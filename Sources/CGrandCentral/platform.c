@@ -1,0 +1,171 @@
+// Platform layer: every raw OS call the engine makes that Swift cannot make itself.
+#include "CGrandCentral.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+__thread gc_thread_t gc_thread_storage;
+
+int gc_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000);
+        tsp = &ts;
+    }
+    long rc = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+    if (rc == 0) return 0;
+    if (errno == EAGAIN) return 0;
+    return errno;
+}
+
+int gc_futex_wake(uint32_t *word, int count) {
+    long rc = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+    return rc < 0 ? 0 : (int)rc;
+}
+
+uint64_t gc_uptime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gc_walltime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int32_t gc_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
+
+// The signal mask of the thread that loaded the library (normally the main thread).
+static sigset_t gc_initial_sigmask;
+
+__attribute__((constructor)) static void gc_capture_initial_sigmask(void) {
+    pthread_sigmask(SIG_SETMASK, NULL, &gc_initial_sigmask);
+}
+
+struct gc_thread_start {
+    void (*body)(void *);
+    void *argument;
+    char name[16];
+};
+
+static void *gc_thread_trampoline(void *raw) {
+    struct gc_thread_start start = *(struct gc_thread_start *)raw;
+    free(raw);
+    pthread_sigmask(SIG_SETMASK, &gc_initial_sigmask, NULL);
+    if (start.name[0]) pthread_setname_np(pthread_self(), start.name);
+    start.body(start.argument);
+    return NULL;
+}
+
+int gc_thread_create(void (*body)(void *), void *argument, const char *name) {
+    struct gc_thread_start *start = malloc(sizeof *start);
+    if (!start) return ENOMEM;
+    start->body = body;
+    start->argument = argument;
+    start->name[0] = 0;
+    if (name) {
+        strncpy(start->name, name, sizeof start->name - 1);
+        start->name[sizeof start->name - 1] = 0;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, gc_thread_trampoline, start);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) free(start);
+    return rc;
+}
+
+// Reads a cgroup CPU quota, in CPUs rounded up, or 0 when there is none.
+static int gc_cgroup_cpu_limit(void) {
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");  // cgroup v2: "max 100000" or "200000 100000"
+    if (f) {
+        char quota[32] = {0};
+        long long period = 0;
+        int n = fscanf(f, "%31s %lld", quota, &period);
+        fclose(f);
+        if (n == 2 && strcmp(quota, "max") != 0 && period > 0) {
+            long long q = atoll(quota);
+            if (q > 0) return (int)((q + period - 1) / period);
+        }
+        return 0;
+    }
+    long long q = -1, p = 0;
+    f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r");  // cgroup v1
+    if (f) { if (fscanf(f, "%lld", &q) != 1) q = -1; fclose(f); }
+    f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r");
+    if (f) { if (fscanf(f, "%lld", &p) != 1) p = 0; fclose(f); }
+    if (q > 0 && p > 0) return (int)((q + p - 1) / p);
+    return 0;
+}
+
+int gc_active_cpu_count(void) {
+    int count = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) count = CPU_COUNT(&set);
+    if (count <= 0) count = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int limit = gc_cgroup_cpu_limit();
+    if (limit > 0 && limit < count) count = limit;
+    return count > 0 ? count : 1;
+}
+
+int gc_logical_cpu_count(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int gc_physical_cpu_count(void) {
+    // Count distinct (physical id, core id) pairs; fall back to the logical count.
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return gc_logical_cpu_count();
+    char line[256];
+    int phys = -1, seen = 0;
+    int pairs[1024][2];
+    while (fgets(line, sizeof line, f)) {
+        int v;
+        if (sscanf(line, "physical id : %d", &v) == 1) phys = v;
+        else if (sscanf(line, "core id : %d", &v) == 1) {
+            int dup = 0;
+            for (int i = 0; i < seen; i++)
+                if (pairs[i][0] == phys && pairs[i][1] == v) { dup = 1; break; }
+            if (!dup && seen < 1024) { pairs[seen][0] = phys; pairs[seen][1] = v; seen++; }
+        }
+    }
+    fclose(f);
+    return seen > 0 ? seen : gc_logical_cpu_count();
+}
+
+void gc_write_stderr(const char *line) {
+    size_t len = strlen(line);
+    while (len > 0) {
+        ssize_t n = write(2, line, len);
+        if (n <= 0) { if (n < 0 && errno == EINTR) continue; break; }
+        line += n;
+        len -= (size_t)n;
+    }
+}
+
+void gc_client_bug(const char *function, const char *what) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "GrandCentral: BUG IN CLIENT: %s: %s\n", function, what);
+    gc_write_stderr(buf);
+    abort();
+}
