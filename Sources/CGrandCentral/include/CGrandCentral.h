@@ -94,6 +94,16 @@ extern __thread gc_thread_t gc_thread_storage
 
 static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
 
+// MARK: - Data symbols of the C ABI
+//
+// libdispatch's header takes the address of these (dispatch_get_main_queue() is
+// `&_dispatch_main_q`). They are defined in GrandCentralBlocks, which only the CMake build
+// links, so they are weak here: in the SwiftPM build their addresses are NULL.
+extern char _dispatch_main_q[] __attribute__((weak));
+extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
+static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
+static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
+
 // MARK: - Diagnostics
 
 /// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>\n" to stderr with one write(2)
