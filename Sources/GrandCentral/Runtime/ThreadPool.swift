@@ -147,6 +147,9 @@ final class Worker: @unchecked Sendable {
         while true {
             if let node = pool.findWork() {
                 busy.store(true, ordering: .relaxed)
+                // More queued behind this one: make sure a peer comes for it (producers
+                // only wake a worker on a root queue's empty → non-empty transition).
+                if pool.idle.load(ordering: .relaxed) > 0 && pool.hasWork() { pool.workAvailable() }
                 runContinuation(node)
                 pool.completed.wrappingAdd(1, ordering: .relaxed)
                 continue
