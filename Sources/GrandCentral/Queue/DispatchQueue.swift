@@ -93,6 +93,7 @@ public class DispatchQueue: DispatchObject {
         if s.isSuspended && !items.isEmpty {
             clientBug("dispatch_release", "a suspended queue with pending work items was released")
         }
+        runFinalizer()  // on the target, which must still be alive
         if let target = targetQueue { Unmanaged.passUnretained(target).release() }
         if let labelPointer { free(labelPointer) }
         specifics?.destroyAll()

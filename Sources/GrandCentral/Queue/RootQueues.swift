@@ -31,8 +31,13 @@ enum RootQueues {
         return queues
     }()
 
-    /// The pool scans in this order: highest QoS first, overcommit first.
-    static let scanOrder: [DispatchQueue] = all.reversed()
+    /// The pool scans in this order: highest QoS first, overcommit first. Unmanaged, so a
+    /// scan costs no reference counting (the root queues live forever).
+    nonisolated(unsafe) static let scanOrder: UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>> = {
+        let buffer = UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>>.allocate(capacity: all.count)
+        for (i, queue) in all.reversed().enumerated() { buffer[i] = Unmanaged.passUnretained(queue) }
+        return buffer
+    }()
 
     @inline(__always)
     static func queue(qos: QoSLevel, overcommit: Bool) -> DispatchQueue {
@@ -83,7 +88,7 @@ extension DispatchQueue {
                 return node
             }
             spins += 1
-            if spins > 100 { return nil }
+            if spins > 16 { return nil }
             gc_cpu_relax()
         }
     }

@@ -50,7 +50,7 @@ extension DispatchQueue {
         if let group {
             group.enter()
             let node = ContinuationCache.make(closureBoxTrampoline, context, cflags.union(.groupMember))
-            node.pointee.group = Unmanaged.passRetained(group).toOpaque()
+            node.pointee.group = Unmanaged.passUnretained(group).toOpaque()
             push(node)
         } else {
             enqueue(closureBoxTrampoline, context, cflags)
@@ -67,7 +67,7 @@ extension DispatchQueue {
         if let group {
             group.enter()
             let node = ContinuationCache.make(workItemTrampoline, context, cflags.union(.groupMember))
-            node.pointee.group = Unmanaged.passRetained(group).toOpaque()
+            node.pointee.group = Unmanaged.passUnretained(group).toOpaque()
             push(node)
         } else {
             enqueue(workItemTrampoline, context, cflags)
