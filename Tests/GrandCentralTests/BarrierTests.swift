@@ -201,4 +201,45 @@ final class BarrierTests: XCTestCase {
         XCTAssertTrue(waitUntil { done.value == 60 })
         XCTAssertEqual(ledger.overlaps.value, 0)
     }
+
+    /// A barrier is a barrier for its own queue even when that queue targets another
+    /// concurrent queue (not a root queue): it still runs alone among its queue's items and
+    /// the queue goes on afterwards.
+    func testBarrierOnAConcurrentQueueTargetingAConcurrentQueue() {
+        let parent = DispatchQueue(label: "test.barrier.parent", attributes: .concurrent)
+        let child = DispatchQueue(label: "test.barrier.child", attributes: .concurrent, target: parent)
+        let ledger = BarrierLedger()
+        let done = Counter()
+        let total = 200
+        for i in 0..<total {
+            if i % 20 == 10 {
+                child.async(flags: .barrier) { ledger.barrier(); done.increment() }
+            } else {
+                child.async { ledger.item(); done.increment() }
+            }
+        }
+        XCTAssertTrue(waitUntil { done.value == total }, "only \(done.value) of \(total) items ran")
+        XCTAssertEqual(ledger.overlaps.value, 0)
+        XCTAssertEqual(ledger.barriersDone.load(ordering: .sequentiallyConsistent), total / 20)
+    }
+
+    func testBarrierOnAConcurrentParentHoldsBackItsChildQueues() {
+        let parent = DispatchQueue(label: "test.barrier.parent.hold", attributes: .concurrent)
+        let child = DispatchQueue(label: "test.barrier.child.hold", attributes: .concurrent, target: parent)
+        let barrierDone = Flag()
+        let early = Counter()
+        let done = Counter()
+        parent.async(flags: .barrier) {
+            sleep(milliseconds: 50)
+            barrierDone.open()
+        }
+        for _ in 0..<20 {
+            child.async {
+                if !barrierDone.isOpen { early.increment() }
+                done.increment()
+            }
+        }
+        XCTAssertTrue(waitUntil { done.value == 20 })
+        XCTAssertEqual(early.value, 0, "a child queue's item ran while its parent's barrier was running")
+    }
 }

@@ -14,6 +14,10 @@ private final class LeafLedger: Sendable {
     enum Kind { case serial, concurrent }
 
     let kind: Kind
+    /// How the queue was made ("serial -> global", "concurrent -> stress.hub.serial3" ...).
+    let shape: String
+    let submitted = Counter()
+    let completed = Counter()
     // Per producer: the sequence number of the last item that ran (serial leaves).
     private let lastSequence0 = Atomic<Int>(-1)
     private let lastSequence1 = Atomic<Int>(-1)
@@ -23,7 +27,10 @@ private final class LeafLedger: Sendable {
     let running = Atomic<Int>(0)
     let barrierRunning = Atomic<Bool>(false)
 
-    init(kind: Kind) { self.kind = kind }
+    init(kind: Kind, shape: String) {
+        self.kind = kind
+        self.shape = shape
+    }
 
     /// Records that `producer`'s item `sequence` ran; returns the previous one's number.
     func replaceLastSequence(of producer: Int, with sequence: Int) -> Int {
@@ -83,19 +90,20 @@ final class StressTests: XCTestCase {
         var ledgers: [LeafLedger] = []
         for i in 0..<leafCount {
             let hub = hubs[(i / 4) % hubs.count]
+            let label = "stress.leaf\(i)"
             switch i % 4 {
             case 0:
-                leaves.append(DispatchQueue(label: "stress.leaf\(i)"))
-                ledgers.append(LeafLedger(kind: .serial))
+                leaves.append(DispatchQueue(label: label))
+                ledgers.append(LeafLedger(kind: .serial, shape: "serial"))
             case 1:
-                leaves.append(DispatchQueue(label: "stress.leaf\(i)", target: hub))
-                ledgers.append(LeafLedger(kind: .serial))
+                leaves.append(DispatchQueue(label: label, target: hub))
+                ledgers.append(LeafLedger(kind: .serial, shape: "serial -> \(hub.label)"))
             case 2:
-                leaves.append(DispatchQueue(label: "stress.leaf\(i)", attributes: .concurrent))
-                ledgers.append(LeafLedger(kind: .concurrent))
+                leaves.append(DispatchQueue(label: label, attributes: .concurrent))
+                ledgers.append(LeafLedger(kind: .concurrent, shape: "concurrent"))
             default:
-                leaves.append(DispatchQueue(label: "stress.leaf\(i)", attributes: .concurrent, target: hub))
-                ledgers.append(LeafLedger(kind: .concurrent))
+                leaves.append(DispatchQueue(label: label, attributes: .concurrent, target: hub))
+                ledgers.append(LeafLedger(kind: .concurrent, shape: "concurrent -> \(hub.label)"))
             }
         }
 
@@ -115,23 +123,27 @@ final class StressTests: XCTestCase {
                     let ledger = ledgersCopy[leafIndex]
                     let seq = sequence[leafIndex]
                     sequence[leafIndex] += 1
+                    ledger.submitted.increment()
                     switch ledger.kind {
                     case .serial:
                         queue.async {
                             Self.runSerialItem(ledger, producer: producer, sequence: seq, report: report)
                             ran.hit(id)
+                            ledger.completed.increment()
                             report.completed.increment()
                         }
                     case .concurrent where seq % barrierEvery == barrierEvery - 1:
                         queue.async(flags: .barrier) {
                             Self.runBarrier(ledger, producer: producer, sequence: seq, report: report)
                             ran.hit(id)
+                            ledger.completed.increment()
                             report.completed.increment()
                         }
                     case .concurrent:
                         queue.async {
                             Self.runConcurrentItem(ledger, producer: producer, report: report)
                             ran.hit(id)
+                            ledger.completed.increment()
                             report.completed.increment()
                         }
                     }
@@ -141,8 +153,16 @@ final class StressTests: XCTestCase {
         threads.forEach { $0.join() }
 
         let total = producers * itemsPerProducer
-        let allRan = waitUntil(timeout: 600) { report.completed.value >= total }
-        XCTAssertTrue(allRan, "only \(report.completed.value) of \(total) items ran")
+        let allRan = waitForCount(report.completed, toReach: total)
+        XCTAssertTrue(allRan, "stalled: only \(report.completed.value) of \(total) items ran")
+        if !allRan {
+            let stalled = ledgers.enumerated().filter { $0.element.completed.value != $0.element.submitted.value }
+            let shapes = Dictionary(grouping: stalled, by: { $0.element.shape }).mapValues(\.count)
+            XCTFail("\(stalled.count) leaf queues still have pending items, by shape: \(shapes)")
+            for (index, ledger) in stalled.prefix(5) {
+                XCTFail("stress.leaf\(index) (\(ledger.shape)): \(ledger.completed.value) of \(ledger.submitted.value) ran")
+            }
+        }
         sleep(milliseconds: 100)
         XCTAssertEqual(report.completed.value, total)
         let wrong = ran.mismatches()
@@ -197,7 +217,7 @@ final class StressTests: XCTestCase {
                 queue.async { done.increment() }
             }
         }
-        XCTAssertTrue(waitUntil(timeout: 120) { done.value == queues * itemsPerQueue }, "\(done.value) of \(queues * itemsPerQueue) ran")
+        XCTAssertTrue(waitForCount(done, toReach: queues * itemsPerQueue), "\(done.value) of \(queues * itemsPerQueue) ran")
     }
 
     /// Groups and semaphores under load: many short items, each in a group, each signalling.

@@ -94,6 +94,20 @@ final class TargetQueueTests: XCTestCase {
         XCTAssertEqual(log.values, Array(0..<300))
     }
 
+    /// More items than a concurrent queue's width, through a concurrent (non-root) parent:
+    /// every item must hand its unit of width back to its own queue, or the queue stalls.
+    func testConcurrentQueueTargetingAConcurrentQueueRunsEveryItem() {
+        let parent = DispatchQueue(label: "test.target.cc.parent", attributes: .concurrent)
+        let child = DispatchQueue(label: "test.target.cc.child", attributes: .concurrent, target: parent)
+        let grandchild = DispatchQueue(label: "test.target.cc.grandchild", attributes: .concurrent, target: child)
+        let done = Counter()
+        let total = 10_000
+        for i in 0..<total {
+            (i % 2 == 0 ? child : grandchild).async { done.increment() }
+        }
+        XCTAssertTrue(waitForCount(done, toReach: total, stallTimeout: 10), "only \(done.value) of \(total) items ran")
+    }
+
     func testSerialQueuesTargetingAConcurrentQueueRunSideBySide() {
         let concurrent = DispatchQueue(label: "test.target.fanout", attributes: .concurrent)
         let a = DispatchQueue(label: "test.target.fanout.a", target: concurrent)

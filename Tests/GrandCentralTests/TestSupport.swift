@@ -24,6 +24,26 @@ func waitUntil(timeout: Double = patience, _ condition: () -> Bool) -> Bool {
     return true
 }
 
+/// Waits until `counter` reaches `total`. Gives up only when the count has not moved for
+/// `stallTimeout` seconds, so a slow run (ThreadSanitizer, a loaded machine) still passes while
+/// a run that has lost work fails within a minute.
+func waitForCount(_ counter: Counter, toReach total: Int, stallTimeout: Double = 60) -> Bool {
+    var lastValue = counter.value
+    var lastChange = monotonicNanoseconds()
+    while lastValue < total {
+        usleep(2000)
+        let value = counter.value
+        let now = monotonicNanoseconds()
+        if value != lastValue {
+            lastValue = value
+            lastChange = now
+        } else if now - lastChange > UInt64(stallTimeout * 1e9) {
+            return false
+        }
+    }
+    return true
+}
+
 func sleep(milliseconds: Int) {
     usleep(UInt32(milliseconds * 1000))
 }
