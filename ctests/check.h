@@ -62,6 +62,7 @@ void dispatch_barrier_async_and_wait(dispatch_queue_t queue, dispatch_block_t bl
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,16 +347,21 @@ static inline void expect_client_bug(const char *functions, void (*mistake)(void
         _exit(0);
     }
     close(pipe_fds[1]);
-    char output[4096];
+    // Read to EOF, keeping the first 64 KiB: closing the pipe early could kill the
+    // child with SIGPIPE while it is still printing its crash report.
+    static char output[65536];
+    char discard[4096];
     size_t used = 0;
-    ssize_t n;
-    while ((n = read(pipe_fds[0], output + used, sizeof output - 1 - used)) != 0) {
+    for (;;) {
+        bool full = used == sizeof output - 1;
+        ssize_t n = full ? read(pipe_fds[0], discard, sizeof discard)
+                         : read(pipe_fds[0], output + used, sizeof output - 1 - used);
+        if (n == 0) break;
         if (n < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        used += (size_t)n;
-        if (used == sizeof output - 1) break;
+        if (!full) used += (size_t)n;
     }
     output[used] = '\0';
     close(pipe_fds[0]);
@@ -388,7 +394,10 @@ static inline void expect_client_bug(const char *functions, void (*mistake)(void
     }
     CHECKF(found, "the child's stderr lacks \"GrandCentral: BUG IN CLIENT: <%s>:\"; it was: \"%s\"",
            functions, output);
-    printf("   child died by %s: %s%s", strsignal(signo), output, output[used - 1] == '\n' ? "" : "\n");
+    // Only the bug line: a Swift runtime may add a long crash report after it.
+    const char *line = strstr(output, "GrandCentral: BUG IN CLIENT: ");
+    const char *end = strchr(line, '\n');
+    printf("   child died by %s: %.*s\n", strsignal(signo), (int)(end ? end - line : (ptrdiff_t)strlen(line)), line);
 #endif
 }
 
