@@ -114,7 +114,7 @@ selected() {
 # One measurement: prints the number, or FAIL (crash, bad output, timeout).
 measure() {
     local bin=$1 name=$2 value
-    if value=$(timeout 120 "$bin" "$name" 2>>"$out/errors.log") && [[ $value =~ ^[0-9.]+$ ]]; then
+    if value=$(timeout 60 "$bin" "$name" 2>>"$out/errors.log") && [[ $value =~ ^[0-9.]+$ ]]; then
         echo "$value"
     else
         echo "bench: $(basename "$bin") $name failed (see $out/errors.log)" >&2
