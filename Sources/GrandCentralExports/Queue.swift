@@ -38,7 +38,7 @@ public func dispatch_queue_attr_make_initially_inactive(_ attr: UnsafeMutableRaw
 public func dispatch_queue_attr_make_with_qos_class(_ attr: UnsafeMutableRawPointer?, _ qos: UInt32,
                                                     _ relativePriority: Int32) -> UnsafeMutableRawPointer? {
     var a = attributes(attr, "dispatch_queue_attr_make_with_qos_class")
-    guard let q = QoSClass(rawValue: qos), relativePriority <= 0, relativePriority >= -15 else {
+    guard let q = QoSLevel(rawValue: qos), relativePriority <= 0, relativePriority >= -15 else {
         return attr  // libdispatch ignores an invalid QoS class or priority
     }
     a.qos = q
@@ -123,7 +123,7 @@ public func dispatch_apply_f(_ iterations: Int, _ q: UnsafeMutableRawPointer?, _
 public func dispatch_queue_get_label(_ q: UnsafeMutableRawPointer?) -> UnsafePointer<CChar> {
     // DISPATCH_CURRENT_QUEUE_LABEL is NULL.
     let target = q.map { queue($0, "dispatch_queue_get_label").takeUnretainedValue() } ?? DispatchQueue.currentQueue
-    if let label = target?.label { return UnsafePointer(label) }
+    if let label = target?.labelPointer { return UnsafePointer(label) }
     return emptyLabel
 }
 
@@ -136,8 +136,8 @@ private let emptyLabel: UnsafePointer<CChar> = {
 @_cdecl("dispatch_queue_get_qos_class")
 public func dispatch_queue_get_qos_class(_ q: UnsafeMutableRawPointer?, _ relativePriority: UnsafeMutablePointer<Int32>?) -> UInt32 {
     queue(q, "dispatch_queue_get_qos_class")._withUnsafeGuaranteedRef { q in
-        relativePriority?.pointee = q.qos == .unspecified ? 0 : q.relativePriority
-        return q.qos.rawValue
+        relativePriority?.pointee = q.qosLevel == .unspecified ? 0 : q.relativePriority
+        return q.qosLevel.rawValue
     }
 }
 

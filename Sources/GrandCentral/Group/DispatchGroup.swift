@@ -16,6 +16,10 @@ import Synchronization
 /// submits the notifications. A waiter reads `generation` before it sets HAS_WAITERS, so a
 /// zero-transition between the two changes the word and its sleep returns at once.
 /// `notifications` is guarded by `notifyLock`.
+///
+/// Lifetime: as in libdispatch, a group holds a reference to itself while its count is
+/// non-zero (taken by the enter that leaves zero, dropped by the leave that returns to
+/// it), so work in flight keeps it alive without a retain per item.
 public final class DispatchGroup: DispatchObject {
     let state = Atomic<UInt64>(0)
     let generation: UnsafeMutablePointer<UInt32>
@@ -33,9 +37,6 @@ public final class DispatchGroup: DispatchObject {
     }
 
     deinit {
-        if state.load(ordering: .acquiring) & Self.countMask != 0 {
-            clientBug("dispatch_release", "a group was released while work was still entered in it")
-        }
         generation.deallocate()
     }
 
@@ -43,7 +44,10 @@ public final class DispatchGroup: DispatchObject {
     @inline(__always)
     public func enter() {
         let old = state.wrappingAdd(1, ordering: .relaxed).oldValue
-        if old & Self.countMask == Self.countMask {
+        let count = old & Self.countMask
+        if count == 0 {
+            _ = Unmanaged.passUnretained(self).retain()
+        } else if count == Self.countMask {
             clientBug("dispatch_group_enter", "too many nested enters")
         }
     }
@@ -56,6 +60,7 @@ public final class DispatchGroup: DispatchObject {
         let count = old & Self.countMask
         if count == 1 {
             if old & (Self.hasWaiters | Self.hasNotify) != 0 { becameEmpty() }
+            Unmanaged.passUnretained(self).release()
             return
         }
         if count == 0 { clientBug("dispatch_group_leave", "unbalanced call to dispatch_group_leave()") }
@@ -127,7 +132,7 @@ public final class DispatchGroup: DispatchObject {
     func async(queue: DispatchQueue, function: DispatchFunction, context: UnsafeMutableRawPointer?) {
         enter()
         let node = ContinuationCache.make(function, context, .groupMember)
-        node.pointee.group = Unmanaged.passRetained(self).toOpaque()
+        node.pointee.group = Unmanaged.passUnretained(self).toOpaque()
         queue.push(node)
     }
 

@@ -38,8 +38,13 @@ open class DispatchObject: @unchecked Sendable {
     /// The queue this object's callbacks and finalizer run on. Queues override this.
     var finalizerQueue: DispatchQueue? { DispatchQueue.defaultRootQueue }
 
-    deinit {
+    deinit { runFinalizer() }
+
+    /// Submits the finalizer, once. Subclasses whose `finalizerQueue` depends on state
+    /// their own deinit tears down call this first.
+    final func runFinalizer() {
         if let finalizer {
+            self.finalizer = nil
             let queue = finalizerQueue ?? DispatchQueue.defaultRootQueue
             queue.enqueue(finalizer, context)
         }

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Who may touch what:
 /// - `state`, `items`, `pendingHead`, `width`, `targetBits`: atomics, any thread.
-/// - `label`, `qos`, `role`, `rootIndex`: immutable after init.
+/// - `labelPointer`, `qosLevel`, `role`, `rootIndex`: immutable after init.
 /// - `specifics`: guarded by `specificsLock`.
 public class DispatchQueue: DispatchObject {
     /// What drains this queue and where its work goes.
@@ -42,8 +42,8 @@ public class DispatchQueue: DispatchObject {
     let targetBits = Atomic<UInt>(0)
     var retiredTargets: [DispatchQueue] = []
     /// strdup'ed label or nil.
-    let label: UnsafeMutablePointer<CChar>?
-    let qos: QoSClass
+    let labelPointer: UnsafeMutablePointer<CChar>?
+    let qosLevel: QoSLevel
     let relativePriority: Int32
     /// Root queues: bucket (0…5) and overcommit; the pool scans buckets high to low.
     let rootIndex: Int
@@ -61,8 +61,8 @@ public class DispatchQueue: DispatchObject {
     init(role: Role, label: UnsafePointer<CChar>?, attributes: QueueAttributes,
          target: DispatchQueue?, rootIndex: Int = -1, overcommit: Bool = false) {
         self.role = role
-        self.label = label.flatMap { strdup($0) }
-        self.qos = attributes.qos
+        self.labelPointer = label.flatMap { strdup($0) }
+        self.qosLevel = attributes.qos
         self.relativePriority = attributes.relativePriority
         self.rootIndex = rootIndex
         self.isOvercommit = overcommit
@@ -93,8 +93,9 @@ public class DispatchQueue: DispatchObject {
         if s.isSuspended && !items.isEmpty {
             clientBug("dispatch_release", "a suspended queue with pending work items was released")
         }
+        runFinalizer()  // on the target, which must still be alive
         if let target = targetQueue { Unmanaged.passUnretained(target).release() }
-        if let label { free(label) }
+        if let labelPointer { free(labelPointer) }
         specifics?.destroyAll()
     }
 
@@ -124,7 +125,7 @@ public class DispatchQueue: DispatchObject {
         return Unmanaged.passUnretained(self).toOpaque()
     }
 
-    var labelString: String { label.map { String(cString: $0) } ?? "" }
+    var labelString: String { labelPointer.map { String(cString: $0) } ?? "" }
 
     @inline(__always)
     var isSerial: Bool { width.load(ordering: .relaxed) == 1 }
@@ -142,10 +143,10 @@ public class DispatchQueue: DispatchObject {
     @inline(__always)
     final func push(_ node: Continuation) {
         let wasEmpty = items.push(node)
-        if role == .root {
-            ThreadPool.shared.workAvailable()
-        } else if wasEmpty {
-            wakeup()
+        if wasEmpty {
+            // A root queue that was already non-empty has a worker on its way (workers
+            // that take an item wake a peer while items remain, see Worker.run).
+            if role == .root { ThreadPool.shared.workAvailable() } else { wakeup() }
         }
     }
 

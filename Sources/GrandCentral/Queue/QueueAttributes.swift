@@ -1,7 +1,7 @@
 import CGrandCentral
 
 /// The QoS classes, with libdispatch's `qos_class_t` values.
-enum QoSClass: UInt32 {
+enum QoSLevel: UInt32 {
     case unspecified = 0x00
     case maintenance = 0x05
     case background = 0x09
@@ -22,7 +22,7 @@ enum QoSClass: UInt32 {
         }
     }
 
-    static let byBucket: [QoSClass] = [.maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
+    static let byBucket: [QoSLevel] = [.maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
 }
 
 /// A `dispatch_queue_attr_t`, packed into 13 bits. C handles are addresses inside a
@@ -47,7 +47,7 @@ struct QueueAttributes: Equatable {
         return t
     }()
 
-    static let qosOrder: [QoSClass] = [.unspecified, .maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
+    static let qosOrder: [QoSLevel] = [.unspecified, .maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
 
     init(rawValue: Int) { self.rawValue = rawValue & 0x1FFF }
 
@@ -67,7 +67,7 @@ struct QueueAttributes: Equatable {
         get { switch (rawValue >> 2) & 3 { case 1: return true; case 2: return false; default: return nil } }
         set { rawValue = (rawValue & ~(3 << 2)) | ((newValue == nil ? 0 : newValue! ? 1 : 2) << 2) }
     }
-    var qos: QoSClass {
+    var qos: QoSLevel {
         get { Self.qosOrder[min((rawValue >> 4) & 7, 6)] }
         set { rawValue = (rawValue & ~(7 << 4)) | (Self.qosOrder.firstIndex(of: newValue)! << 4) }
     }

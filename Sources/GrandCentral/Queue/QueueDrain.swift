@@ -23,12 +23,15 @@ extension DispatchQueue {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = items.pop() {
                 runContinuation(node)
                 budget -= 1
-                if budget == 0 && !items.isEmpty {
-                    // Yield: keep the drain (ENQUEUED and the retain) and go to the back of
-                    // the target's line.
-                    HeldQueues.pop()
-                    scheduleDrain(retain: false)
-                    return
+                if budget <= 0 {
+                    if !items.isEmpty {
+                        // Yield: keep the drain (ENQUEUED and the retain) and go to the back
+                        // of the target's line.
+                        HeldQueues.pop()
+                        scheduleDrain(retain: false)
+                        return
+                    }
+                    budget = drainBudget
                 }
             }
             if tryUnlockDrain() { break }
@@ -180,21 +183,19 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
     let owner = node.pointee.owner
     let waiter = node.pointee.waiter
     if !flags.contains(.syncWaiter) { ContinuationCache.recycle(node) }
-    var ownerQueue: DispatchQueue?
     if flags.contains(.redirected) {
-        ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!).takeUnretainedValue()
-        HeldQueues.push(ownerQueue!)
-    }
-    function(context)
-    if let ownerQueue {
+        let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
+        ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0) }
+        function(context)
         HeldQueues.pop()
-        ownerQueue.releaseWidth()
-        Unmanaged.passUnretained(ownerQueue).release()
+        ownerQueue._withUnsafeGuaranteedRef { $0.releaseWidth() }
+        ownerQueue.release()
+    } else {
+        function(context)
     }
     if flags.contains(.groupMember) {
-        let g = Unmanaged<DispatchGroup>.fromOpaque(group!)
-        g.takeUnretainedValue().leave()
-        g.release()
+        // The group's self-reference (held while its count is non-zero) keeps it alive.
+        Unmanaged<DispatchGroup>.fromOpaque(group!)._withUnsafeGuaranteedRef { $0.leave() }
     }
     if flags.contains(.syncWaiter) {
         SyncWaiter.signal(waiter!)

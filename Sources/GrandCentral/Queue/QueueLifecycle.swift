@@ -44,7 +44,7 @@ extension DispatchQueue {
     /// since a producer may be pushing a drain node onto it right now.
     final func setTargetQueue(_ newTarget: DispatchQueue?, caller: StaticString) {
         if isGlobal { return }
-        let target = newTarget ?? RootQueues.queue(qos: qos, overcommit: role == .serial)
+        let target = newTarget ?? RootQueues.queue(qos: qosLevel, overcommit: role == .serial)
         var ancestor: DispatchQueue? = target
         while let a = ancestor {
             if a === self { clientBug(caller, "setting the target queue would create a cycle") }

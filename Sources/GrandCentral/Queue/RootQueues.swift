@@ -19,7 +19,7 @@ enum RootQueues {
         for bucket in 0..<bucketCount {
             for overcommit in [false, true] {
                 var attributes = QueueAttributes.concurrent
-                attributes.qos = QoSClass.byBucket[bucket]
+                attributes.qos = QoSLevel.byBucket[bucket]
                 let label = "com.apple.root.\(names[bucket])-qos" + (overcommit ? ".overcommit" : "")
                 let queue = label.withCString {
                     DispatchQueue(role: .root, label: $0, attributes: attributes, target: nil,
@@ -31,11 +31,16 @@ enum RootQueues {
         return queues
     }()
 
-    /// The pool scans in this order: highest QoS first, overcommit first.
-    static let scanOrder: [DispatchQueue] = all.reversed()
+    /// The pool scans in this order: highest QoS first, overcommit first. Unmanaged, so a
+    /// scan costs no reference counting (the root queues live forever).
+    nonisolated(unsafe) static let scanOrder: UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>> = {
+        let buffer = UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>>.allocate(capacity: all.count)
+        for (i, queue) in all.reversed().enumerated() { buffer[i] = Unmanaged.passUnretained(queue) }
+        return buffer
+    }()
 
     @inline(__always)
-    static func queue(qos: QoSClass, overcommit: Bool) -> DispatchQueue {
+    static func queue(qos: QoSLevel, overcommit: Bool) -> DispatchQueue {
         all[qos.bucket * 2 + (overcommit ? 1 : 0)]
     }
 
@@ -44,7 +49,7 @@ enum RootQueues {
     /// `dispatch_get_global_queue`'s identifier: a QoS class or a legacy priority.
     static func queue(identifier: Int, flags: UInt) -> DispatchQueue? {
         let overcommit = flags & 0x2 != 0
-        let qos: QoSClass
+        let qos: QoSLevel
         switch identifier {
         case 2: qos = .userInitiated                     // DISPATCH_QUEUE_PRIORITY_HIGH
         case 0: qos = .default                           // DISPATCH_QUEUE_PRIORITY_DEFAULT
@@ -52,7 +57,7 @@ enum RootQueues {
         case Int(Int16.min): qos = .background           // DISPATCH_QUEUE_PRIORITY_BACKGROUND
         default:
             guard identifier >= 0, identifier <= Int(UInt32.max),
-                  let q = QoSClass(rawValue: UInt32(identifier)) else { return nil }
+                  let q = QoSLevel(rawValue: UInt32(identifier)) else { return nil }
             qos = q
         }
         return queue(qos: qos, overcommit: overcommit)
@@ -83,7 +88,7 @@ extension DispatchQueue {
                 return node
             }
             spins += 1
-            if spins > 100 { return nil }
+            if spins > 16 { return nil }
             gc_cpu_relax()
         }
     }

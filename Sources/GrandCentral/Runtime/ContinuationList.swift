@@ -1,4 +1,5 @@
 import CGrandCentral
+import Glibc
 import Synchronization
 
 /// An intrusive multi-producer, single-consumer list of continuations: the item list of
@@ -13,6 +14,15 @@ import Synchronization
 ///
 /// The rejected alternative, Vyukov's list with a stub node, needs no `head` store by
 /// producers but costs a 64-byte stub per queue; idle queues must stay small.
+/// A producer is between its exchange and its link store: usually a few instructions, but
+/// it may have been preempted (2 cores, more runnable threads), so after a short spin
+/// give it the CPU.
+@inline(never)
+func waitForProducer(_ spins: inout Int) {
+    spins += 1
+    if spins < 64 { gc_cpu_relax() } else { sched_yield() }
+}
+
 struct ContinuationList: ~Copyable {
     /// The first node; written by the producer that found the list empty and by the consumer.
     private let head = Atomic<UInt>(0)
@@ -62,8 +72,9 @@ struct ContinuationList: ~Copyable {
         if first == 0 {
             if tail.load(ordering: .sequentiallyConsistent) == 0 { return nil }
             // A producer exchanged tail but has not stored head yet.
+            var spins = 0
             repeat {
-                gc_cpu_relax()
+                waitForProducer(&spins)
                 first = head.load(ordering: .acquiring)
             } while first == 0
         }
@@ -78,8 +89,9 @@ struct ContinuationList: ~Copyable {
         }
         // A producer linked a successor after `node`; wait for its store.
         var next = gc_continuation_load_next(node)
+        var spins = 0
         while next == nil {
-            gc_cpu_relax()
+            waitForProducer(&spins)
             next = gc_continuation_load_next(node)
         }
         head.store(UInt(bitPattern: next!), ordering: .relaxed)

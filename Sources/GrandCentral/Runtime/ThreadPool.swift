@@ -102,14 +102,14 @@ final class ThreadPool: @unchecked Sendable {
     @inline(__always)
     func findWork() -> Continuation? {
         for queue in RootQueues.scanOrder {
-            if let node = queue.popRoot() { return node }
+            if let node = queue._withUnsafeGuaranteedRef({ $0.popRoot() }) { return node }
         }
         return nil
     }
 
     @inline(__always)
     func hasWork() -> Bool {
-        for queue in RootQueues.scanOrder where !queue.items.isEmpty { return true }
+        for queue in RootQueues.scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
         return false
     }
 
@@ -134,7 +134,7 @@ final class ThreadPool: @unchecked Sendable {
 
 /// One pool thread. `busy` and `tid` are read by the monitor.
 final class Worker: @unchecked Sendable {
-    unowned let pool: ThreadPool
+    let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
     let tid = Atomic<Int32>(0)
     init(pool: ThreadPool) { self.pool = pool }
@@ -147,6 +147,9 @@ final class Worker: @unchecked Sendable {
         while true {
             if let node = pool.findWork() {
                 busy.store(true, ordering: .relaxed)
+                // More queued behind this one: make sure a peer comes for it (producers
+                // only wake a worker on a root queue's empty → non-empty transition).
+                if pool.idle.load(ordering: .relaxed) > 0 && pool.hasWork() { pool.workAvailable() }
                 runContinuation(node)
                 pool.completed.wrappingAdd(1, ordering: .relaxed)
                 continue
@@ -162,13 +165,18 @@ final class Worker: @unchecked Sendable {
         if pool.hasWork() { pool.workAvailable() }
     }
 
+    /// About 5-10 µs of pause instructions: long enough to catch a producer that is
+    /// feeding a queue, short enough not to steal its CPU (2 cores, producers and workers
+    /// compete for them).
+    let spinIterations = 64
+
     /// Spins a few microseconds before parking: a queue that refills quickly (a producer
     /// feeding a serial queue) is picked up without a futex round trip.
     @inline(__always)
     func spinForWork() -> Bool {
-        for i in 0..<2000 {
+        for _ in 0..<spinIterations {
             if pool.hasWork() { return true }
-            if i & 255 == 255 { sched_yield() } else { gc_cpu_relax() }
+            gc_cpu_relax()
         }
         return false
     }

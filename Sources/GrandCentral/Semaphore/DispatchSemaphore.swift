@@ -21,7 +21,7 @@ public final class DispatchSemaphore: DispatchObject {
         super.init(kind: .semaphore)
     }
 
-    override func externalRefsDidReachZero() {
+    deinit {
         if semaphore.value.load(ordering: .acquiring) < initialValue {
             clientBug("dispatch_release", "semaphore object deallocated while in use (current value < original value)")
         }
