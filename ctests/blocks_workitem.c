@@ -9,6 +9,7 @@
 //
 // The expectations were checked against the toolchain's libdispatch as well: the file
 // builds against either library (only the misuse messages are GrandCentral's).
+#define _DEFAULT_SOURCE 1 // usleep, fork and pipe under -std=c11
 #include <dispatch/dispatch.h>
 
 #include <Block.h>
