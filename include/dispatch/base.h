@@ -101,7 +101,7 @@
 #define DISPATCH_FORMAT(archetype, fmt, first)
 #endif
 
-/* gcc spells "unavailable" differently: it has no such attribute and warns on it. */
+/* gcc has no "unavailable" attribute; its "error" attribute rejects calls the same way. */
 #if !DISPATCH_HAS_ATTRIBUTE(unavailable)
 #undef DISPATCH_UNAVAILABLE
 #undef DISPATCH_UNAVAILABLE_MSG

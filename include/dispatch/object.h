@@ -39,6 +39,14 @@ private:
 		typedef struct name##_s : public base##_s {} *name##_t
 #define DISPATCH_GLOBAL_OBJECT(type, object) (static_cast<type>(&(object)))
 #else
+struct dispatch_object_s;
+struct dispatch_queue_s;
+struct dispatch_queue_attr_s;
+struct dispatch_group_s;
+struct dispatch_semaphore_s;
+struct dispatch_source_s;
+struct dispatch_data_s;
+struct dispatch_io_s;
 typedef union {
 	struct dispatch_object_s *_do;
 	struct dispatch_queue_s *_dq;
