@@ -186,8 +186,9 @@ let drainTrampoline: DispatchFunction = { context in
     Unmanaged<DispatchQueue>.fromOpaque(context!).takeUnretainedValue().drain()
 }
 
-/// A tiny test-and-test-and-set lock for rarely contended, very short sections.
-final class SpinLock: @unchecked Sendable {
+/// A tiny test-and-test-and-set lock for rarely contended, very short sections. A
+/// non-copyable struct, so it lives inline in its owner (no allocation per queue).
+struct SpinLock: ~Copyable, @unchecked Sendable {
     private let locked = Atomic<Bool>(false)
     init() {}
     @inline(__always)

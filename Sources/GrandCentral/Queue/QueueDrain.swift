@@ -95,15 +95,20 @@ extension DispatchQueue {
             }
             if admitted && desired == s { return true }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
-            if done { return admitted }
+            if done {
+                if admitted && !barrier && q.inFlight == 0 { _ = Unmanaged.passUnretained(self).retain() }
+                return admitted
+            }
             s = now
         }
     }
 
-    /// Hands a non-barrier item (already counted in `inFlight`) to the target queue.
+    /// Hands a non-barrier item (already counted in `inFlight`) to the target queue. The
+    /// item does not retain the queue: a concurrent queue holds a reference to itself
+    /// while `inFlight` is non-zero (taken on 0 → 1, dropped on 1 → 0).
     @inline(__always)
     final func redirect(_ node: Continuation) {
-        node.pointee.owner = Unmanaged.passRetained(self).toOpaque()
+        node.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         node.pointee.flags |= ContinuationFlags.redirected.rawValue
         targetQueue!.push(node)
     }
@@ -129,6 +134,7 @@ extension DispatchQueue {
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
             if done {
                 if resume { scheduleDrain(retain: false) }
+                if q.inFlight == 0 { Unmanaged.passUnretained(self).release() }
                 return
             }
             s = now
@@ -184,12 +190,12 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
     let waiter = node.pointee.waiter
     if !flags.contains(.syncWaiter) { ContinuationCache.recycle(node) }
     if flags.contains(.redirected) {
+        // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
         ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0) }
         function(context)
         HeldQueues.pop()
         ownerQueue._withUnsafeGuaranteedRef { $0.releaseWidth() }
-        ownerQueue.release()
     } else {
         function(context)
     }

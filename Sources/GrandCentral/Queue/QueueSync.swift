@@ -52,7 +52,11 @@ extension DispatchQueue {
                 desired = s + 1
             }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .sequentiallyConsistent)
-            if done { return true }
+            if done {
+                // Width held: the queue references itself while anything is in flight.
+                if !exclusive && q.inFlight == 0 { _ = Unmanaged.passUnretained(self).retain() }
+                return true
+            }
             s = now
         }
     }
