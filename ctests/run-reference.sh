@@ -33,7 +33,7 @@ for name in "${tests[@]}"; do
   if ! "$clang" -fblocks -std=c11 -O2 -g -DGC_REFERENCE_LIBDISPATCH \
       -I"$swift_root/lib/swift" -I"$here" "$here/$name.c" -o "$out/$name" \
       -L"$libdir" -Wl,-rpath,"$libdir" -ldispatch -lBlocksRuntime -pthread 2>"$out/$name.build"; then
-    printf '%-12s BUILD FAILED\n' "$name"
+    printf '%-16s BUILD FAILED\n' "$name"
     sed 's/^/    /' "$out/$name.build"
     failed+=("$name")
     continue
@@ -41,10 +41,10 @@ for name in "${tests[@]}"; do
   start=$(date +%s%N)
   if timeout 120 "$out/$name" >"$out/$name.log" 2>&1; then
     elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    printf '%-12s pass  (%d.%03d s)\n' "$name" $((elapsed_ms / 1000)) $((elapsed_ms % 1000))
+    printf '%-16s pass  (%d.%03d s)\n' "$name" $((elapsed_ms / 1000)) $((elapsed_ms % 1000))
     passed=$((passed + 1))
   else
-    printf '%-12s FAIL\n' "$name"
+    printf '%-16s FAIL\n' "$name"
     sed 's/^/    /' "$out/$name.log" | tail -20
     failed+=("$name")
   fi
