@@ -94,6 +94,19 @@ int gc_thread_create(void (*body)(void *), void *argument, const char *name) {
     return rc;
 }
 
+bool gc_thread_is_runnable(int32_t tid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *paren = strrchr(buf, ')');  // the command name may contain spaces and parentheses
+    if (!paren || paren[1] != ' ') return false;
+    return paren[2] == 'R';
+}
+
 // Reads a cgroup CPU quota, in CPUs rounded up, or 0 when there is none.
 static int gc_cgroup_cpu_limit(void) {
     FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");  // cgroup v2: "max 100000" or "200000 100000"

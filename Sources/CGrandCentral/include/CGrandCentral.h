@@ -36,6 +36,9 @@ uint64_t gc_walltime_ns(void);    // CLOCK_REALTIME
 int gc_thread_create(void (*body)(void *), void *argument, const char *name);
 /// The kernel thread id of the caller.
 int32_t gc_thread_id(void);
+/// True when the kernel reports thread `tid` of this process as running or runnable
+/// ('R' in /proc/self/task/<tid>/stat). Used by the starvation monitor only.
+bool gc_thread_is_runnable(int32_t tid);
 /// CPUs this process may use: the affinity mask, further limited by a cgroup v2/v1 CPU quota.
 int gc_active_cpu_count(void);
 /// CPUs online (logical) and an estimate of physical cores.
@@ -73,6 +76,24 @@ static inline void gc_cpu_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+// MARK: - Futex words
+//
+// A futex word must have a stable address the kernel can sleep on, so these live in
+// memory the engine allocates, and are touched through these helpers.
+static inline uint32_t gc_word_load(uint32_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
+static inline void gc_word_store(uint32_t *w, uint32_t v) { __atomic_store_n(w, v, __ATOMIC_RELEASE); }
+static inline uint32_t gc_word_add(uint32_t *w, uint32_t v) { return __atomic_fetch_add(w, v, __ATOMIC_ACQ_REL); }
+static inline bool gc_word_cas(uint32_t *w, uint32_t expected, uint32_t desired) {
+    return __atomic_compare_exchange_n(w, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+// Pointer-sized words (dispatch_once predicates).
+static inline uintptr_t __gc_load_word(uintptr_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
+static inline uintptr_t __gc_exchange_word(uintptr_t *w, uintptr_t v) { return __atomic_exchange_n(w, v, __ATOMIC_ACQ_REL); }
+static inline bool __gc_cas_word(uintptr_t *w, uintptr_t *expected, uintptr_t desired) {
+    return __atomic_compare_exchange_n(w, expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 // MARK: - Per-thread state

@@ -1,0 +1,117 @@
+import CGrandCentral
+import Glibc
+import Synchronization
+
+/// What a C handle points at. Checked before a type-specific function downcasts a handle.
+@usableFromInline
+enum ObjectKind: UInt8 {
+    case queue, group, semaphore, source, data, io
+}
+
+/// The root of every GrandCentral object: the C handle's referent and the Swift API's base
+/// class (`DispatchObject` in Swift's Dispatch).
+///
+/// Two reference counts live here. Swift's ARC owns the memory. The C API's count,
+/// `externalRefs`, is the one `dispatch_retain`/`dispatch_release` move: the handle a C
+/// `…_create` returns carries one ARC retain and `externalRefs == 1`; when `externalRefs`
+/// reaches zero the object is disposed (`externalRefsDidReachZero`) and that ARC retain is
+/// dropped. Work in flight holds ARC retains of its own (a queue enqueued on its target, a
+/// redirected item's owner), so an object outlives its last `dispatch_release` for as long
+/// as work needs it, as in libdispatch.
+open class DispatchObject: @unchecked Sendable {
+    @usableFromInline let kind: ObjectKind
+    /// Global objects (root queues, the main queue) ignore retain and release.
+    @usableFromInline let isGlobal: Bool
+    /// C-side reference count; see above. Starts at 1.
+    let externalRefs = Atomic<Int>(1)
+    /// `dispatch_set_context`/`dispatch_get_context`. Plain field, like libdispatch's
+    /// `do_ctxt`: the client synchronizes setting it with using it.
+    var context: UnsafeMutableRawPointer?
+    /// `dispatch_set_finalizer_f`: runs with `context` on the target queue once the object is gone.
+    var finalizer: DispatchFunction?
+
+    init(kind: ObjectKind, isGlobal: Bool = false) {
+        self.kind = kind
+        self.isGlobal = isGlobal
+    }
+
+    /// The queue this object's callbacks and finalizer run on. Queues override this.
+    var finalizerQueue: DispatchQueue? { DispatchQueue.defaultRootQueue }
+
+    deinit { runFinalizer() }
+
+    /// Submits the finalizer, once. Subclasses whose `finalizerQueue` depends on state
+    /// their own deinit tears down call this first.
+    final func runFinalizer() {
+        if let finalizer {
+            self.finalizer = nil
+            let queue = finalizerQueue ?? DispatchQueue.defaultRootQueue
+            queue.enqueue(finalizer, context)
+        }
+    }
+
+    // MARK: C reference counting
+
+    @inline(__always)
+    final func retainExternal(_ function: StaticString) {
+        if isGlobal { return }
+        let old = externalRefs.wrappingAdd(1, ordering: .relaxed).oldValue
+        if old <= 0 { clientBug(function, "retain of an object that was already released (resurrection)") }
+    }
+
+    @inline(__always)
+    final func releaseExternal(_ function: StaticString) {
+        if isGlobal { return }
+        // acquiringAndReleasing: the thread that drops the last reference must see every
+        // other thread's writes before it disposes of the object.
+        let old = externalRefs.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
+        if old > 1 { return }
+        if old < 1 { clientBug(function, "over-release: the object's reference count was already zero") }
+        externalRefsDidReachZero()
+        Unmanaged.passUnretained(self).release()
+    }
+
+    /// Called once, when the C reference count reaches zero, before the handle's ARC
+    /// retain is dropped. Subclasses check for misuse (releasing a suspended queue) here.
+    func externalRefsDidReachZero() {}
+
+    /// The one-line description `dispatch_debug` prints.
+    func debugDescription() -> String {
+        "\(kind) object, refcount = \(externalRefs.load(ordering: .relaxed))"
+    }
+
+    // MARK: Polymorphic operations (queues and, later, sources override them)
+
+    func suspendObject() {}
+    func resumeObject(caller: StaticString) {}
+    func activateObject() {}
+    func setTargetObject(_ target: DispatchQueue?, caller: StaticString) {}
+
+    // MARK: Swift API (spelled like Swift's Dispatch)
+
+    /// Activates an inactive queue (or source).
+    public func activate() { activateObject() }
+    /// Suspends the invocation of work items on this object.
+    public func suspend() { suspendObject() }
+    /// Resumes the invocation of work items on this object.
+    public func resume() { resumeObject(caller: "DispatchObject.resume()") }
+    /// Sets the target queue of this object.
+    public func setTarget(queue: DispatchQueue?) { setTargetObject(queue, caller: "DispatchObject.setTarget(queue:)") }
+}
+
+// MARK: - Handles
+
+/// C handles are unmanaged references to the engine's objects.
+@inline(__always)
+func objectFromHandle(_ handle: UnsafeMutableRawPointer) -> Unmanaged<DispatchObject> {
+    if handle == gc_main_queue_symbol() {
+        return Unmanaged.passUnretained(DispatchQueue.main)
+    }
+    return Unmanaged<DispatchObject>.fromOpaque(handle)
+}
+
+/// Returns a new object as a C handle carrying one ARC retain (see DispatchObject).
+@inline(__always)
+func retainedHandle(_ object: DispatchObject) -> UnsafeMutableRawPointer {
+    Unmanaged.passRetained(object).toOpaque()
+}

@@ -1,0 +1,111 @@
+import CGrandCentral
+import Synchronization
+
+/// `dispatch_apply_f`: runs `work(context, i)` for every i in 0..<iterations and returns
+/// when all have run.
+///
+/// The caller works too. On a concurrent or root queue, it pushes up to `helpers` helper
+/// items (one fewer than the CPUs), then everyone claims chunks of indices from one atomic
+/// counter until none are left. The shared state is heap-allocated and reference counted:
+/// a helper the pool starts late finds nothing to claim and only drops its reference, so
+/// the caller waits for the iterations, never for idle helpers. On a serial queue, or
+/// nested inside another apply, the iterations run in order on the caller (as a sync onto
+/// the queue), which is what libdispatch does for serial queues and what keeps nested
+/// applies from flooding the pool.
+final class ApplyState: @unchecked Sendable {
+    let work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void
+    let context: UnsafeMutableRawPointer?
+    let iterations: Int
+    let chunk: Int
+    let queue: DispatchQueue
+    let next = Atomic<Int>(0)
+    let done = Atomic<Int>(0)
+    /// Futex word: becomes 1 when `done == iterations`.
+    let finished: UnsafeMutablePointer<UInt32>
+
+    init(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
+         context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int, queue: DispatchQueue) {
+        self.work = work
+        self.context = context
+        self.iterations = iterations
+        self.chunk = chunk
+        self.queue = queue
+        finished = .allocate(capacity: 1)
+        finished.initialize(to: 0)
+    }
+
+    deinit { finished.deallocate() }
+
+    /// Claims and runs chunks until none are left.
+    func participate() {
+        let thread = gc_thread_self()!
+        let outer = thread.pointee.apply
+        thread.pointee.apply = Unmanaged.passUnretained(self).toOpaque()
+        while true {
+            let start = next.wrappingAdd(chunk, ordering: .relaxed).oldValue
+            if start >= iterations { break }
+            let end = min(start + chunk, iterations)
+            var i = start
+            while i < end {
+                work(context, i)
+                i += 1
+            }
+            let total = done.wrappingAdd(end - start, ordering: .acquiringAndReleasing).newValue
+            if total == iterations {
+                gc_word_store(finished, 1)
+                gc_futex_wake(finished, 1)
+            }
+        }
+        thread.pointee.apply = outer
+    }
+}
+
+private let applyHelper: DispatchFunction = { context in
+    let state = Unmanaged<ApplyState>.fromOpaque(context!).takeRetainedValue()
+    state.participate()
+}
+
+extension DispatchQueue {
+    final func apply(iterations: Int, context: UnsafeMutableRawPointer?,
+                     work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void) {
+        if iterations <= 0 { return }
+        let nested = gc_thread_self().pointee.apply != nil
+        let cpus = ThreadPool.shared.activeCPUs
+        let parallel = !nested && iterations > 1 && cpus > 1 && (role == .root || (role == .concurrent && !isSerial))
+        if !parallel {
+            if role == .root || nested {
+                for i in 0..<iterations { work(context, i) }
+                return
+            }
+            var box = SerialApply(work: work, context: context, iterations: iterations)
+            withUnsafeMutablePointer(to: &box) { sync(serialApplyTrampoline, UnsafeMutableRawPointer($0), barrier: false, caller: "dispatch_apply") }
+            return
+        }
+        let width = min(cpus, iterations, Int(self.width.load(ordering: .relaxed)))
+        // Chunks small enough to balance (about 16 per participant), never empty.
+        let chunk = max(1, iterations / (width * 16))
+        let state = ApplyState(work: work, context: context, iterations: iterations, chunk: chunk, queue: self)
+        for _ in 1..<width {
+            enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
+        }
+        HeldQueues.push(self)
+        state.participate()
+        HeldQueues.pop()
+        if gc_word_load(state.finished) == 0 {
+            BlockingRegion.enter()
+            while gc_word_load(state.finished) == 0 { _ = gc_futex_wait(state.finished, 0, -1) }
+            BlockingRegion.leave()
+        }
+    }
+}
+
+struct SerialApply {
+    let work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void
+    let context: UnsafeMutableRawPointer?
+    let iterations: Int
+}
+
+private let serialApplyTrampoline: DispatchFunction = { raw in
+    let box = raw!.assumingMemoryBound(to: SerialApply.self).pointee
+    for i in 0..<box.iterations { box.work(box.context, i) }
+}

@@ -1,0 +1,211 @@
+import CGrandCentral
+import Glibc
+import Synchronization
+
+/// A dispatch queue: serial, concurrent, a root queue of the thread pool, or the main queue.
+///
+/// Items live in an intrusive MPSC list (`items`); the state word (`state`, see
+/// `QueueState`) says who owns the drain. A producer pushes with one atomic exchange; the
+/// producer that makes an idle queue non-empty sets ENQUEUED and schedules one drain of the
+/// queue on its target (a node on the target's list), so a busy queue costs its target one
+/// node however many items it has. Only the drain owner pops.
+///
+/// Who may touch what:
+/// - `state`, `items`, `pendingHead`, `width`, `targetBits`: atomics, any thread.
+/// - `labelPointer`, `qosLevel`, `role`, `rootIndex`: immutable after init.
+/// - `specifics`: guarded by `specificsLock`.
+public class DispatchQueue: DispatchObject {
+    /// What drains this queue and where its work goes.
+    enum Role: UInt8 {
+        /// An ordinary queue with width 1, or more after `dispatch_queue_set_width`.
+        case serial
+        /// An ordinary queue created concurrent.
+        case concurrent
+        /// A root queue: the pool's workers pop it directly; it has no target.
+        case root
+        /// The main queue: drained by the main thread in `dispatch_main`.
+        case main
+    }
+
+    let role: Role
+    let state: Atomic<UInt64>
+    let items = ContinuationList()
+    /// Concurrent queues: the item the drain owner took but could not start yet (a barrier
+    /// waiting for in-flight items, or any item when the width is used up). Written by the
+    /// drain owner before it sets DRAIN_WAITING; read by whoever owns the drain next.
+    let pendingHead = Atomic<UInt>(0)
+    /// How many items may run at once: 1 for serial queues.
+    let width: Atomic<UInt32>
+    /// The target queue, as an unmanaged retained reference (0 for root queues). Replaced
+    /// targets are parked in `retiredTargets` until deinit, because another thread may be
+    /// pushing onto the old one.
+    let targetBits = Atomic<UInt>(0)
+    var retiredTargets: [DispatchQueue] = []
+    /// strdup'ed label or nil.
+    let labelPointer: UnsafeMutablePointer<CChar>?
+    let qosLevel: QoSLevel
+    let relativePriority: Int32
+    /// Root queues: bucket (0…5) and overcommit; the pool scans buckets high to low.
+    let rootIndex: Int
+    let isOvercommit: Bool
+    /// Root queues only: serializes consumers (the list is multi-producer, single-consumer).
+    let rootPopLock = Atomic<Bool>(false)
+    /// dispatch_queue_set_specific storage, created on first use.
+    var specifics: QueueSpecifics?
+    let specificsLock = SpinLock()
+
+    static let maximumWidth: UInt32 = 4094
+
+    // MARK: Creation
+
+    init(role: Role, label: UnsafePointer<CChar>?, attributes: QueueAttributes,
+         target: DispatchQueue?, rootIndex: Int = -1, overcommit: Bool = false) {
+        self.role = role
+        self.labelPointer = label.flatMap { strdup($0) }
+        self.qosLevel = attributes.qos
+        self.relativePriority = attributes.relativePriority
+        self.rootIndex = rootIndex
+        self.isOvercommit = overcommit
+        var initial: UInt64 = 0
+        if attributes.isInitiallyInactive { initial |= QueueState.inactive }
+        self.state = Atomic(initial)
+        switch role {
+        case .serial, .main: self.width = Atomic(1)
+        case .concurrent: self.width = Atomic(Self.maximumWidth)
+        case .root: self.width = Atomic(Self.maximumWidth)
+        }
+        super.init(kind: .queue, isGlobal: role == .root || role == .main)
+        if let target {
+            targetBits.store(UInt(bitPattern: Unmanaged.passRetained(target).toOpaque()), ordering: .relaxed)
+        }
+    }
+
+    /// `dispatch_queue_create_with_target`.
+    static func make(label: UnsafePointer<CChar>?, attributes: QueueAttributes, target: DispatchQueue?) -> DispatchQueue {
+        let resolvedTarget = target ?? RootQueues.queue(
+            qos: attributes.qos, overcommit: attributes.overcommit ?? !attributes.isConcurrent)
+        return DispatchQueue(role: attributes.isConcurrent ? .concurrent : .serial, label: label,
+                             attributes: attributes, target: resolvedTarget)
+    }
+
+    deinit {
+        let s = QueueState(state.load(ordering: .acquiring))
+        if s.isSuspended && !items.isEmpty {
+            clientBug("dispatch_release", "a suspended queue with pending work items was released")
+        }
+        runFinalizer()  // on the target, which must still be alive
+        if let target = targetQueue { Unmanaged.passUnretained(target).release() }
+        if let labelPointer { free(labelPointer) }
+        specifics?.destroyAll()
+    }
+
+    // MARK: Identity
+
+    @inline(__always)
+    var targetQueue: DispatchQueue? {
+        let bits = targetBits.load(ordering: .acquiring)
+        if bits == 0 { return nil }
+        return Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    override var finalizerQueue: DispatchQueue? { targetQueue }
+
+    override func externalRefsDidReachZero() { checkReleasable() }
+
+    override func debugDescription() -> String { queueDebugDescription() }
+
+    override func suspendObject() { suspendQueue() }
+    override func resumeObject(caller: StaticString) { resumeQueue(caller: caller) }
+    override func activateObject() { activateQueue() }
+    override func setTargetObject(_ target: DispatchQueue?, caller: StaticString) { setTargetQueue(target, caller: caller) }
+
+    /// The C handle of this queue (the main queue's is `&_dispatch_main_q`).
+    var handle: UnsafeMutableRawPointer {
+        if role == .main, let symbol = gc_main_queue_symbol() { return symbol }
+        return Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    var labelString: String { labelPointer.map { String(cString: $0) } ?? "" }
+
+    @inline(__always)
+    var isSerial: Bool { width.load(ordering: .relaxed) == 1 }
+
+    // MARK: Submitting
+
+    /// `dispatch_async_f`: enqueues `function(context)`.
+    @inline(__always)
+    final func enqueue(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
+                       _ flags: ContinuationFlags = []) {
+        push(ContinuationCache.make(function, context, flags))
+    }
+
+    /// Adds a continuation and, when that made the queue non-empty, wakes the queue up.
+    @inline(__always)
+    final func push(_ node: Continuation) {
+        let wasEmpty = items.push(node)
+        if wasEmpty {
+            // A root queue that was already non-empty has a worker on its way (workers
+            // that take an item wake a peer while items remain, see Worker.run).
+            if role == .root { ThreadPool.shared.workAvailable() } else { wakeup() }
+        }
+    }
+
+    /// Schedules a drain if the queue has work, is runnable, and none is scheduled.
+    @inline(__always)
+    final func wakeup() {
+        // sequentiallyConsistent load: pairs with the drain owner's unlock (see tryUnlockDrain).
+        var s = state.load(ordering: .sequentiallyConsistent)
+        while true {
+            let q = QueueState(s)
+            if q.isEnqueued || q.isSuspended { return }
+            if items.isEmpty && pendingHead.load(ordering: .relaxed) == 0 { return }
+            let (done, now) = state.weakCompareExchange(expected: s, desired: s | QueueState.enqueued,
+                                                        ordering: .sequentiallyConsistent)
+            if done { break }
+            s = now
+        }
+        scheduleDrain(retain: true)
+    }
+
+    /// The caller owns ENQUEUED: puts one drain of this queue on its target. `retain`
+    /// takes the ARC retain a scheduled drain owns (false when the caller passes its own on).
+    @inline(__always)
+    final func scheduleDrain(retain: Bool) {
+        if role == .main {
+            MainQueueDriver.wake()
+            return
+        }
+        if retain { _ = Unmanaged.passUnretained(self).retain() }
+        let node = ContinuationCache.make(drainTrampoline, Unmanaged.passUnretained(self).toOpaque(), .drainQueue)
+        targetQueue!.push(node)
+    }
+}
+
+/// Runs a scheduled drain; `context` is the queue, carrying the drain's retain.
+let drainTrampoline: DispatchFunction = { context in
+    Unmanaged<DispatchQueue>.fromOpaque(context!).takeUnretainedValue().drain()
+}
+
+/// A tiny test-and-test-and-set lock for rarely contended, very short sections. A
+/// non-copyable struct, so it lives inline in its owner (no allocation per queue).
+struct SpinLock: ~Copyable, @unchecked Sendable {
+    private let locked = Atomic<Bool>(false)
+    init() {}
+    @inline(__always)
+    func lock() {
+        while locked.exchange(true, ordering: .acquiring) {
+            var spins = 0
+            while locked.load(ordering: .relaxed) {
+                spins += 1
+                if spins < 64 { gc_cpu_relax() } else { sched_yield() }
+            }
+        }
+    }
+    @inline(__always)
+    func unlock() { locked.store(false, ordering: .releasing) }
+    @inline(__always)
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock(); defer { unlock() }
+        return try body()
+    }
+}

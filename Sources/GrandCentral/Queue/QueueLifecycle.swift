@@ -1,0 +1,96 @@
+import CGrandCentral
+import Synchronization
+
+// Suspension, activation and retargeting of queues.
+
+extension DispatchQueue {
+    /// `dispatch_suspend`: new items are held back; the running one finishes.
+    final func suspendQueue() {
+        if isGlobal { return }
+        state.wrappingAdd(QueueState.suspendUnit, ordering: .sequentiallyConsistent)
+    }
+
+    /// `dispatch_resume`.
+    final func resumeQueue(caller: StaticString) {
+        if isGlobal { return }
+        var s = state.load(ordering: .relaxed)
+        while true {
+            let q = QueueState(s)
+            if q.suspendCount == 0 {
+                if q.isInactive {
+                    // libdispatch: resuming an inactive object activates it.
+                    activateQueue()
+                    return
+                }
+                clientBug(caller, "over-resume of an object that is not suspended")
+            }
+            let (done, now) = state.weakCompareExchange(expected: s, desired: s - QueueState.suspendUnit,
+                                                        ordering: .sequentiallyConsistent)
+            if done { break }
+            s = now
+        }
+        wakeup()
+    }
+
+    /// `dispatch_activate`: an inactive queue starts running; a no-op on an active one.
+    final func activateQueue() {
+        if isGlobal { return }
+        let old = state.bitwiseAnd(~QueueState.inactive, ordering: .sequentiallyConsistent).oldValue
+        if old & QueueState.inactive != 0 { wakeup() }
+    }
+
+    /// `dispatch_set_target_queue`. Allowed any time, as in libdispatch; the change is
+    /// seen by the next wakeup. The old target stays retained until this queue goes away,
+    /// since a producer may be pushing a drain node onto it right now.
+    final func setTargetQueue(_ newTarget: DispatchQueue?, caller: StaticString) {
+        if isGlobal { return }
+        let target = newTarget ?? RootQueues.queue(qos: qosLevel, overcommit: role == .serial)
+        var ancestor: DispatchQueue? = target
+        while let a = ancestor {
+            if a === self { clientBug(caller, "setting the target queue would create a cycle") }
+            ancestor = a.targetQueue
+        }
+        let bits = UInt(bitPattern: Unmanaged.passRetained(target).toOpaque())
+        let old = targetBits.exchange(bits, ordering: .acquiringAndReleasing)
+        if old != 0 {
+            let previous = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).takeRetainedValue()
+            specificsLock.withLock { retiredTargets.append(previous) }
+        }
+    }
+
+    /// `dispatch_queue_set_width` (private SPI): a positive width, or one of the CPU-count
+    /// constants (-1 active CPUs, -2 physical, -3 logical).
+    final func setWidth(_ requested: Int) {
+        if role == .root || role == .main { return }
+        let resolved: Int
+        switch requested {
+        case -1: resolved = ThreadPool.shared.activeCPUs
+        case -2: resolved = Int(gc_physical_cpu_count())
+        case -3: resolved = Int(gc_logical_cpu_count())
+        default: resolved = requested
+        }
+        let w = UInt32(min(max(resolved, 1), Int(DispatchQueue.maximumWidth)))
+        width.store(w, ordering: .releasing)
+    }
+
+    final func checkReleasable() {
+        let s = QueueState(state.load(ordering: .acquiring))
+        if s.isInactive { clientBug("dispatch_release", "release of an inactive object") }
+        if s.suspendCount > 0 { clientBug("dispatch_release", "release of a suspended object") }
+    }
+
+    final func queueDebugDescription() -> String {
+        let s = QueueState(state.load(ordering: .relaxed))
+        let kind: String
+        switch role {
+        case .serial: kind = isSerial ? "serial queue" : "queue (width \(width.load(ordering: .relaxed)))"
+        case .concurrent: kind = "concurrent queue"
+        case .root: kind = "root queue"
+        case .main: kind = "main queue"
+        }
+        let target = targetQueue.map { $0.labelString } ?? "none"
+        return "\(kind) \"\(labelString)\": refcount = \(externalRefs.load(ordering: .relaxed)), "
+            + "suspend count = \(s.suspendCount), inactive = \(s.isInactive), in flight = \(s.inFlight), "
+            + "enqueued = \(s.isEnqueued), target = \"\(target)\""
+    }
+}

@@ -1,0 +1,95 @@
+import CGrandCentral
+
+/// `dispatch_queue_set_specific` storage: a short list of (key, context, destructor). Keys
+/// are compared by address and never dereferenced. Guarded by the queue's `specificsLock`.
+/// A replaced or removed context's destructor runs asynchronously on the default root
+/// queue, as in libdispatch.
+final class QueueSpecifics {
+    struct Entry {
+        var key: UnsafeRawPointer
+        var context: UnsafeMutableRawPointer?
+        var destructor: DispatchFunction?
+    }
+    var entries: [Entry] = []
+
+    func destroyAll() {
+        for entry in entries {
+            if let destructor = entry.destructor, entry.context != nil {
+                DispatchQueue.defaultRootQueue.enqueue(destructor, entry.context)
+            }
+        }
+        entries.removeAll()
+    }
+}
+
+extension DispatchQueue {
+    final func setSpecific(key: UnsafeRawPointer, context: UnsafeMutableRawPointer?, destructor: DispatchFunction?) {
+        var replaced: QueueSpecifics.Entry?
+        specificsLock.withLock {
+            let store = specifics ?? QueueSpecifics()
+            specifics = store
+            if let index = store.entries.firstIndex(where: { $0.key == key }) {
+                replaced = store.entries[index]
+                if context == nil {
+                    store.entries.remove(at: index)
+                } else {
+                    store.entries[index] = .init(key: key, context: context, destructor: destructor)
+                }
+            } else if context != nil {
+                store.entries.append(.init(key: key, context: context, destructor: destructor))
+            }
+        }
+        if let old = replaced, let destructor = old.destructor, old.context != nil {
+            DispatchQueue.defaultRootQueue.enqueue(destructor, old.context)
+        }
+    }
+
+    /// The context for `key` on this queue alone.
+    final func getSpecific(key: UnsafeRawPointer) -> UnsafeMutableRawPointer? {
+        specificsLock.withLock {
+            specifics?.entries.first(where: { $0.key == key })?.context
+        }
+    }
+
+    /// `dispatch_get_specific`: the current queue's context for `key`, else its target's,
+    /// and so on up to the root.
+    static func currentSpecific(key: UnsafeRawPointer) -> UnsafeMutableRawPointer? {
+        var queue = DispatchQueue.currentQueue
+        while let q = queue {
+            if let value = q.getSpecific(key: key) { return value }
+            queue = q.targetQueue
+        }
+        return nil
+    }
+
+    /// The queue the caller runs on: the innermost queue it is inside of; on the main thread
+    /// outside any queue, the main queue; otherwise the default root queue.
+    static var currentQueue: DispatchQueue? {
+        if let held = HeldQueues.current { return held }
+        if gc_thread_id() == getpidTid { return DispatchQueue.main }
+        if let worker = gc_thread_self().pointee.worker { _ = worker; return RootQueues.defaultQueue }
+        return nil
+    }
+
+    /// `dispatch_assert_queue`: true when the caller runs on this queue or on a queue that
+    /// targets it (directly or through others).
+    final func isCurrent() -> Bool {
+        if role == .main && gc_thread_id() == getpidTid && HeldQueues.current == nil { return true }
+        return HeldQueues.contains { held in
+            var q: DispatchQueue? = held
+            while let candidate = q {
+                if candidate === self { return true }
+                q = candidate.targetQueue
+            }
+            return false
+        }
+    }
+
+    /// `dispatch_assert_queue_barrier`: on this queue, and nothing else of it is running.
+    final func isCurrentAsBarrier() -> Bool {
+        guard isCurrent() else { return false }
+        if isSerial { return true }
+        let s = QueueState(state.load(ordering: .acquiring))
+        return s.inFlight == 0 && s.isEnqueued
+    }
+}

@@ -1,0 +1,99 @@
+import CGrandCentral
+import Glibc
+
+/// A work item in flight: a `gc_continuation_t` (CGrandCentral.h), 64 bytes.
+typealias Continuation = UnsafeMutablePointer<gc_continuation_t>
+
+/// What a continuation is, in its `flags` word. Written by the submitter before the node
+/// is published; read by the thread that runs it.
+struct ContinuationFlags: OptionSet {
+    let rawValue: UInt
+    /// Runs alone on its (concurrent) queue: after everything before it, before everything after it.
+    static let barrier = ContinuationFlags(rawValue: 1 << 0)
+    /// `waiter` points at a `SyncWaiter` on the submitting thread's stack: run the function,
+    /// then wake the waiter. The node lives on the waiter's stack: never recycled.
+    static let syncWaiter = ContinuationFlags(rawValue: 1 << 1)
+    /// `context` is a queue whose drain this node schedules (a queue's wakeup on its target).
+    static let drainQueue = ContinuationFlags(rawValue: 1 << 2)
+    /// `group` is a DispatchGroup (retained) to leave after the function returns.
+    static let groupMember = ContinuationFlags(rawValue: 1 << 3)
+    /// `owner` is a concurrent queue (retained) whose width this item holds while it runs.
+    static let redirected = ContinuationFlags(rawValue: 1 << 4)
+    /// `context` is an unmanaged Swift closure box (`ClosureBox`) to run and release.
+    static let swiftClosure = ContinuationFlags(rawValue: 1 << 5)
+}
+
+/// The per-thread continuation cache. A thread takes nodes from its own cache and returns
+/// nodes it ran to its own cache, so a producer/consumer pair recycles through malloc only
+/// when the consumer's cache overflows. Only the owning thread touches its cache
+/// (`gc_thread_t.cache`, CGrandCentral.h).
+enum ContinuationCache {
+    static let limit: UInt32 = 1024
+
+    @inline(__always)
+    static func allocate() -> Continuation {
+        let thread = gc_thread_self()!
+        if let node = thread.pointee.cache {
+            thread.pointee.cache = node.pointee.next
+            thread.pointee.cache_count &-= 1
+            return node
+        }
+        return allocateSlow()
+    }
+
+    @inline(never)
+    static func allocateSlow() -> Continuation {
+        guard let raw = malloc(MemoryLayout<gc_continuation_t>.size) else {
+            fatalError("GrandCentral: out of memory allocating a continuation")
+        }
+        return raw.bindMemory(to: gc_continuation_t.self, capacity: 1)
+    }
+
+    @inline(__always)
+    static func recycle(_ node: Continuation) {
+        let thread = gc_thread_self()!
+        if thread.pointee.cache_count < limit {
+            node.pointee.next = thread.pointee.cache
+            thread.pointee.cache = node
+            thread.pointee.cache_count &+= 1
+        } else {
+            free(node)
+        }
+    }
+
+    /// Makes a node for `function(context)`.
+    @inline(__always)
+    static func make(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
+                     _ flags: ContinuationFlags = []) -> Continuation {
+        let node = allocate()
+        node.pointee.next = nil
+        node.pointee.function = function
+        node.pointee.context = context
+        node.pointee.flags = flags.rawValue
+        node.pointee.group = nil
+        node.pointee.owner = nil
+        node.pointee.waiter = nil
+        node.pointee.priority = 0
+        return node
+    }
+}
+
+/// A Swift closure travelling through the C-shaped machinery: retained into `context`
+/// when submitted, released after it ran.
+final class ClosureBox {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// The trampoline that runs a `ClosureBox` context.
+let closureBoxTrampoline: DispatchFunction = { context in
+    let box = Unmanaged<ClosureBox>.fromOpaque(context!).takeRetainedValue()
+    box.body()
+}
+
+extension ClosureBox {
+    /// Retains `body` into a context pointer for `closureBoxTrampoline`.
+    static func retainedContext(_ body: @escaping () -> Void) -> UnsafeMutableRawPointer {
+        Unmanaged.passRetained(ClosureBox(body)).toOpaque()
+    }
+}

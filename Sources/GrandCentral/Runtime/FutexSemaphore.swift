@@ -1,0 +1,80 @@
+import CGrandCentral
+import Synchronization
+
+/// A counting semaphore on a futex: the primitive under `dispatch_semaphore_t` and the
+/// thread pool's idle workers.
+///
+/// Contract (after libdispatch's semaphore and Go's sema): `value` may go negative, and
+/// then counts waiters. Every `signal` that finds a waiter grants exactly one wakeup
+/// through `grants`, the futex word, even when it happens before the waiter sleeps; a
+/// waiter that times out either takes its unit of `value` back or, if a signal already
+/// granted it a wakeup, consumes that grant instead, so no signal is lost or counted twice.
+final class FutexSemaphore: @unchecked Sendable {
+    let value: Atomic<Int>
+    /// Wakeups granted to waiters and not yet consumed; the futex word (own allocation,
+    /// so its address is stable). Touched only through gc_word_* atomics.
+    let grants: UnsafeMutablePointer<UInt32>
+
+    init(value: Int) {
+        self.value = Atomic(value)
+        grants = .allocate(capacity: 1)
+        grants.initialize(to: 0)
+    }
+
+    deinit { grants.deallocate() }
+
+    /// Returns true when it woke (granted a wakeup to) a waiter.
+    @inline(__always)
+    func signal() -> Bool {
+        // acquiringAndReleasing: a signal publishes the signaller's writes to the waiter.
+        let old = value.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue
+        if old >= 0 { return false }
+        _ = gc_word_add(grants, 1)
+        gc_futex_wake(grants, 1)
+        return true
+    }
+
+    /// Returns true when it got the semaphore, false on timeout. `timeoutNanoseconds < 0`
+    /// waits forever.
+    @inline(__always)
+    func wait(timeoutNanoseconds: Int64) -> Bool {
+        let old = value.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
+        if old > 0 { return true }
+        return waitSlow(timeoutNanoseconds: timeoutNanoseconds)
+    }
+
+    @inline(never)
+    func waitSlow(timeoutNanoseconds: Int64) -> Bool {
+        let start = timeoutNanoseconds > 0 ? gc_uptime_ns() : 0
+        var forever = timeoutNanoseconds < 0
+        while true {
+            if consumeGrant() { return true }
+            var remaining: Int64 = -1
+            if !forever {
+                remaining = timeoutNanoseconds - Int64(gc_uptime_ns() &- start)
+                if remaining <= 0 {
+                    // Time is up: take back our unit, unless a signal granted us a wakeup.
+                    var v = value.load(ordering: .relaxed)
+                    while v < 0 {
+                        let (done, now) = value.weakCompareExchange(expected: v, desired: v + 1, ordering: .relaxed)
+                        if done { return false }
+                        v = now
+                    }
+                    forever = true  // a grant is on its way; wait for it
+                    continue
+                }
+            }
+            _ = gc_futex_wait(grants, 0, remaining)
+        }
+    }
+
+    @inline(__always)
+    private func consumeGrant() -> Bool {
+        var g = gc_word_load(grants)
+        while g > 0 {
+            if gc_word_cas(grants, g, g - 1) { return true }
+            g = gc_word_load(grants)
+        }
+        return false
+    }
+}

@@ -1,0 +1,49 @@
+import CGrandCentral
+
+/// A counting semaphore (`dispatch_semaphore_t`), on `FutexSemaphore`. Disposing of one
+/// whose value is below the value it was created with means someone still waits, or a
+/// wait was never balanced: libdispatch crashes, and so do we.
+public final class DispatchSemaphore: DispatchObject {
+    let semaphore: FutexSemaphore
+    let initialValue: Int
+
+    public init(value: Int) {
+        if value < 0 { clientBug("DispatchSemaphore.init", "negative initial value") }
+        semaphore = FutexSemaphore(value: value)
+        initialValue = value
+        super.init(kind: .semaphore)
+    }
+
+    /// For the C API, which returns NULL instead of trapping on a negative value.
+    init(validatedValue value: Int) {
+        semaphore = FutexSemaphore(value: value)
+        initialValue = value
+        super.init(kind: .semaphore)
+    }
+
+    deinit {
+        if semaphore.value.load(ordering: .acquiring) < initialValue {
+            clientBug("dispatch_release", "semaphore object deallocated while in use (current value < original value)")
+        }
+    }
+
+    /// Returns true when this woke a waiting thread.
+    @inline(__always)
+    func signalSemaphore() -> Bool { semaphore.signal() }
+
+    /// Returns true when the semaphore was taken, false on timeout.
+    @inline(__always)
+    func waitSemaphore(timeoutNanoseconds: Int64) -> Bool {
+        if semaphore.value.load(ordering: .relaxed) > 0 || timeoutNanoseconds == 0 {
+            return semaphore.wait(timeoutNanoseconds: timeoutNanoseconds)
+        }
+        BlockingRegion.enter()
+        defer { BlockingRegion.leave() }
+        return semaphore.wait(timeoutNanoseconds: timeoutNanoseconds)
+    }
+
+    override func debugDescription() -> String {
+        "semaphore: refcount = \(externalRefs.load(ordering: .relaxed)), value = \(semaphore.value.load(ordering: .relaxed)), "
+            + "orig = \(initialValue)"
+    }
+}
