@@ -57,9 +57,11 @@ final class TimerNode: @unchecked Sendable {
 ///     pending ──(event thread, deadline passed)──▶ fired
 ///        └─────(cancelTimer)──────────────────────▶ cancelled
 ///
-/// The exchanges are acquiring-and-releasing: the winner of `fired` reads the node's
-/// immutable fields only, which its creation published, so the ordering is not needed for
-/// data; it makes the outcome visible to a canceller that then frees the context.
+/// Exclusivity alone would work with relaxed ordering: the node's fields are immutable and
+/// were published by the inbox. The exchanges are acquiring-and-releasing so that whoever
+/// wins owns the context with everything the loser did before it: a canceller that won
+/// may free the context, and a `fire` callback sees the writes made before a failed
+/// cancel. (On x86 a compare-exchange is a full barrier anyway.)
 enum TimerState {
     static let pending: UInt8 = 0
     static let fired: UInt8 = 1
