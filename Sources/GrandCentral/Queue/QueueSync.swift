@@ -45,7 +45,10 @@ extension DispatchQueue {
             if q.isEnqueued || q.isSuspended { return false }
             let desired: UInt64
             if exclusive {
-                if q.inFlight != 0 || !items.isEmpty { return false }
+                // Items queued while the queue is neither enqueued nor suspended belong to a
+                // producer between its push and its wakeup: concurrent with us, so we may
+                // go first; our release sees them and wakes the queue.
+                if q.inFlight != 0 { return false }
                 desired = s | QueueState.enqueued
             } else {
                 if q.inFlight >= limit { return false }
@@ -82,9 +85,9 @@ extension DispatchQueue {
             function(context)
             return
         }
-        if role != .main, let target = targetQueue {
+        if role != .main, let target = unmanagedTarget {
             let exclusive = barrier || isSerial
-            if target.role == .root {
+            if target._withUnsafeGuaranteedRef({ $0.role == .root }) {
                 // The common case: one queue above a root queue.
                 if trySyncAcquire(exclusive: exclusive) {
                     HeldQueues.push(self)
