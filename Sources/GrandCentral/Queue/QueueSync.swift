@@ -81,8 +81,11 @@ extension DispatchQueue {
     final func sync(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                     barrier: Bool, caller: StaticString) {
         if role == .root {
-            // A root queue has no drain to take: run inline, as libdispatch does.
+            // A root queue has no drain to take: run inline, as libdispatch does, with the
+            // root queue as the current queue.
+            HeldQueues.push(self)
             function(context)
+            HeldQueues.pop()
             return
         }
         if role != .main, let target = unmanagedTarget {
