@@ -23,6 +23,3 @@ void dispatch_debug(void *object, const char *message, ...) {
     dispatch_debugv(object, message, ap);
     va_end(ap);
 }
-// TEMPORARY until the blocks shim lands (it defines these).
-char _dispatch_main_q[128];
-char _dispatch_queue_attr_concurrent[16];

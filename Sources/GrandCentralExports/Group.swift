@@ -18,7 +18,7 @@ public func dispatch_group_leave(_ g: UnsafeMutableRawPointer?) {
 @_cdecl("dispatch_group_wait")
 public func dispatch_group_wait(_ g: UnsafeMutableRawPointer?, _ timeout: UInt64) -> Int {
     group(g, "dispatch_group_wait")._withUnsafeGuaranteedRef {
-        $0.wait(timeoutNanoseconds: relativeTimeout(timeout)) ? 0 : 1
+        $0.wait(timeoutNanoseconds: DispatchClock.nanosecondsUntil(timeout)) ? 0 : 1
     }
 }
 

@@ -192,3 +192,10 @@ public func dispatch_get_current_queue() -> UnsafeMutableRawPointer? {
 public func dispatch_queue_set_width(_ q: UnsafeMutableRawPointer?, _ width: Int) {
     queue(q, "dispatch_queue_set_width")._withUnsafeGuaranteedRef { $0.setWidth(width) }
 }
+
+@_cdecl("dispatch_after_f")
+public func dispatch_after_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
+                             _ function: DispatchFunction?) {
+    let f = work(function, "dispatch_after_f")
+    queue(q, "dispatch_after_f")._withUnsafeGuaranteedRef { $0.after(when, f, context) }
+}

@@ -115,6 +115,27 @@ extern __thread gc_thread_t gc_thread_storage
 
 static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
 
+/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine).
+static inline void gc_held_push(void *queue) {
+    gc_thread_t *t = &gc_thread_storage;
+    uint32_t depth = t->held_count;
+    if (depth < GC_HELD_QUEUES_MAX) t->held[depth] = queue;
+    t->held_count = depth + 1;
+}
+static inline void gc_held_pop(void) { gc_thread_storage.held_count -= 1; }
+/// The innermost held queue, or NULL.
+static inline void *gc_held_top(void) {
+    uint32_t depth = gc_thread_storage.held_count;
+    if (depth == 0) return NULL;
+    if (depth > GC_HELD_QUEUES_MAX) depth = GC_HELD_QUEUES_MAX;
+    return gc_thread_storage.held[depth - 1];
+}
+static inline uint32_t gc_held_depth(void) {
+    uint32_t depth = gc_thread_storage.held_count;
+    return depth > GC_HELD_QUEUES_MAX ? GC_HELD_QUEUES_MAX : depth;
+}
+static inline void *gc_held_at(uint32_t index) { return gc_thread_storage.held[index]; }
+
 // MARK: - Data symbols of the C ABI
 //
 // libdispatch's header takes the address of these (dispatch_get_main_queue() is

@@ -108,6 +108,15 @@ public class DispatchQueue: DispatchObject {
         return Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 
+    /// The target without a retain (the caller's reference to this queue keeps the
+    /// target alive); nil for root queues.
+    @inline(__always)
+    var unmanagedTarget: Unmanaged<DispatchQueue>? {
+        let bits = targetBits.load(ordering: .acquiring)
+        if bits == 0 { return nil }
+        return Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+    }
+
     override var finalizerQueue: DispatchQueue? { targetQueue }
 
     override func externalRefsDidReachZero() { checkReleasable() }
@@ -177,7 +186,7 @@ public class DispatchQueue: DispatchObject {
         }
         if retain { _ = Unmanaged.passUnretained(self).retain() }
         let node = ContinuationCache.make(drainTrampoline, Unmanaged.passUnretained(self).toOpaque(), .drainQueue)
-        targetQueue!.push(node)
+        unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
     }
 }
 
@@ -186,8 +195,9 @@ let drainTrampoline: DispatchFunction = { context in
     Unmanaged<DispatchQueue>.fromOpaque(context!).takeUnretainedValue().drain()
 }
 
-/// A tiny test-and-test-and-set lock for rarely contended, very short sections.
-final class SpinLock: @unchecked Sendable {
+/// A tiny test-and-test-and-set lock for rarely contended, very short sections. A
+/// non-copyable struct, so it lives inline in its owner (no allocation per queue).
+struct SpinLock: ~Copyable, @unchecked Sendable {
     private let locked = Atomic<Bool>(false)
     init() {}
     @inline(__always)

@@ -95,17 +95,22 @@ extension DispatchQueue {
             }
             if admitted && desired == s { return true }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
-            if done { return admitted }
+            if done {
+                if admitted && !barrier && q.inFlight == 0 { _ = Unmanaged.passUnretained(self).retain() }
+                return admitted
+            }
             s = now
         }
     }
 
-    /// Hands a non-barrier item (already counted in `inFlight`) to the target queue.
+    /// Hands a non-barrier item (already counted in `inFlight`) to the target queue. The
+    /// item does not retain the queue: a concurrent queue holds a reference to itself
+    /// while `inFlight` is non-zero (taken on 0 → 1, dropped on 1 → 0).
     @inline(__always)
     final func redirect(_ node: Continuation) {
-        node.pointee.owner = Unmanaged.passRetained(self).toOpaque()
+        node.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         node.pointee.flags |= ContinuationFlags.redirected.rawValue
-        targetQueue!.push(node)
+        unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
     }
 
     /// A unit of width comes back (a redirected item or an inline sync finished). If the
@@ -129,6 +134,7 @@ extension DispatchQueue {
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
             if done {
                 if resume { scheduleDrain(retain: false) }
+                if q.inFlight == 0 { Unmanaged.passUnretained(self).release() }
                 return
             }
             s = now
@@ -184,12 +190,12 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
     let waiter = node.pointee.waiter
     if !flags.contains(.syncWaiter) { ContinuationCache.recycle(node) }
     if flags.contains(.redirected) {
+        // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
         ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0) }
         function(context)
         HeldQueues.pop()
         ownerQueue._withUnsafeGuaranteedRef { $0.releaseWidth() }
-        ownerQueue.release()
     } else {
         function(context)
     }
@@ -210,49 +216,25 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
 enum HeldQueues {
     @inline(__always)
     static func push(_ queue: DispatchQueue) {
-        let t = gc_thread_self()!
-        let depth = Int(t.pointee.held_count)
-        if depth < Int(GC_HELD_QUEUES_MAX) {
-            withUnsafeMutablePointer(to: &t.pointee.held) {
-                $0.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: Int(GC_HELD_QUEUES_MAX)) {
-                    $0[depth] = Unmanaged.passUnretained(queue).toOpaque()
-                }
-            }
-        }
-        t.pointee.held_count = UInt32(depth + 1)
+        gc_held_push(Unmanaged.passUnretained(queue).toOpaque())
     }
 
     @inline(__always)
-    static func pop() {
-        let t = gc_thread_self()!
-        t.pointee.held_count -= 1
-    }
+    static func pop() { gc_held_pop() }
 
     /// The innermost queue, or nil outside any queue.
     static var current: DispatchQueue? {
-        let t = gc_thread_self()!
-        let depth = min(Int(t.pointee.held_count), Int(GC_HELD_QUEUES_MAX))
-        if depth == 0 { return nil }
-        return withUnsafeMutablePointer(to: &t.pointee.held) {
-            $0.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: Int(GC_HELD_QUEUES_MAX)) {
-                Unmanaged<DispatchQueue>.fromOpaque($0[depth - 1]!).takeUnretainedValue()
-            }
-        }
+        guard let top = gc_held_top() else { return nil }
+        return Unmanaged<DispatchQueue>.fromOpaque(top).takeUnretainedValue()
     }
 
     /// Calls `body` for every held queue, innermost first; stops when it returns true.
     static func contains(where body: (DispatchQueue) -> Bool) -> Bool {
-        let t = gc_thread_self()!
-        let depth = min(Int(t.pointee.held_count), Int(GC_HELD_QUEUES_MAX))
-        return withUnsafeMutablePointer(to: &t.pointee.held) {
-            $0.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: Int(GC_HELD_QUEUES_MAX)) { held in
-                var i = depth - 1
-                while i >= 0 {
-                    if body(Unmanaged<DispatchQueue>.fromOpaque(held[i]!).takeUnretainedValue()) { return true }
-                    i -= 1
-                }
-                return false
-            }
+        var i = Int(gc_held_depth()) - 1
+        while i >= 0 {
+            if body(Unmanaged<DispatchQueue>.fromOpaque(gc_held_at(UInt32(i))!).takeUnretainedValue()) { return true }
+            i -= 1
         }
+        return false
     }
 }

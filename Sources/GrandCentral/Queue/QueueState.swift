@@ -7,7 +7,8 @@
 /// ```
 /// - `inFlight` (bits 0–15): width units in use on a concurrent queue: redirected items
 ///   running on the target, plus `dispatch_sync` callers running inline. Always 0 on a
-///   serial queue.
+///   serial queue. While it is non-zero the queue holds one ARC reference to itself
+///   (taken on 0 → 1, dropped on 1 → 0), so redirected items need not retain it.
 /// - `ENQUEUED` (bit 16): the queue's drain lock. Set when a drain of this queue is
 ///   scheduled on its target or running, or when a `dispatch_sync`/`barrier_sync` caller
 ///   holds the queue exclusively. Whoever sets it owns the drain until they clear it; a

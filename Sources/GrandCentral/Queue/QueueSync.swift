@@ -45,14 +45,21 @@ extension DispatchQueue {
             if q.isEnqueued || q.isSuspended { return false }
             let desired: UInt64
             if exclusive {
-                if q.inFlight != 0 || !items.isEmpty { return false }
+                // Items queued while the queue is neither enqueued nor suspended belong to a
+                // producer between its push and its wakeup: concurrent with us, so we may
+                // go first; our release sees them and wakes the queue.
+                if q.inFlight != 0 { return false }
                 desired = s | QueueState.enqueued
             } else {
                 if q.inFlight >= limit { return false }
                 desired = s + 1
             }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .sequentiallyConsistent)
-            if done { return true }
+            if done {
+                // Width held: the queue references itself while anything is in flight.
+                if !exclusive && q.inFlight == 0 { _ = Unmanaged.passUnretained(self).retain() }
+                return true
+            }
             s = now
         }
     }
@@ -74,13 +81,16 @@ extension DispatchQueue {
     final func sync(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                     barrier: Bool, caller: StaticString) {
         if role == .root {
-            // A root queue has no drain to take: run inline, as libdispatch does.
+            // A root queue has no drain to take: run inline, as libdispatch does, with the
+            // root queue as the current queue.
+            HeldQueues.push(self)
             function(context)
+            HeldQueues.pop()
             return
         }
-        if role != .main, let target = targetQueue {
+        if role != .main, let target = unmanagedTarget {
             let exclusive = barrier || isSerial
-            if target.role == .root {
+            if target._withUnsafeGuaranteedRef({ $0.role == .root }) {
                 // The common case: one queue above a root queue.
                 if trySyncAcquire(exclusive: exclusive) {
                     HeldQueues.push(self)

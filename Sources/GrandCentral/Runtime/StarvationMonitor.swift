@@ -25,7 +25,14 @@ final class StarvationMonitor: @unchecked Sendable {
     private let started = Atomic<Bool>(false)
 
     /// A producer found no idle worker and could not start one.
+    @inline(__always)
     func poke() {
+        if started.load(ordering: .relaxed) && gc_word_load(parked) == 0 { return }
+        pokeSlow()
+    }
+
+    @inline(never)
+    func pokeSlow() {
         if !started.load(ordering: .relaxed) {
             if !started.exchange(true, ordering: .acquiringAndReleasing) {
                 _ = gc_thread_create(monitorMain, Unmanaged.passUnretained(self).toOpaque(), "gc.monitor")
@@ -61,7 +68,8 @@ final class StarvationMonitor: @unchecked Sendable {
             let threads = pool.threads.load(ordering: .relaxed)
             if threads >= pool.threadLimit { continue }
             var runnable = 0
-            for worker in pool.snapshotWorkers() where worker.busy.load(ordering: .relaxed) {
+            // Every worker counts: one looking for work is runnable too, and will take it.
+            for worker in pool.snapshotWorkers() {
                 if gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) { runnable += 1 }
             }
             let missing = pool.activeCPUs - runnable

@@ -65,6 +65,19 @@ final class ThreadPool: @unchecked Sendable {
         workAvailableNoIdleWorker()
     }
 
+    /// A worker took an item and more are queued: bring in a parked worker, a new one if
+    /// fewer than `activeCPUs` run, or let the monitor judge.
+    @inline(__always)
+    func moreWorkQueued() {
+        if idle.load(ordering: .relaxed) > 0 {
+            workAvailable()
+        } else if threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed) < activeCPUs {
+            workAvailableNoIdleWorker()
+        } else {
+            monitor.poke()
+        }
+    }
+
     @inline(never)
     func workAvailableNoIdleWorker() {
         let running = threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed)
@@ -149,7 +162,7 @@ final class Worker: @unchecked Sendable {
                 busy.store(true, ordering: .relaxed)
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
-                if pool.idle.load(ordering: .relaxed) > 0 && pool.hasWork() { pool.workAvailable() }
+                if pool.hasWork() { pool.moreWorkQueued() }
                 runContinuation(node)
                 pool.completed.wrappingAdd(1, ordering: .relaxed)
                 continue

@@ -1,0 +1,71 @@
+# GrandCentral's front door. On a fresh Debian machine with the Swift toolchain, gcc and
+# make, `make demo` and `make test` do all of the set-up themselves.
+#
+#   make build     system packages (scripts/install-deps.sh), CMake configure, build
+#   make install   build, then install into $(PREFIX) (default ./prefix)
+#   make test      install, then: swift test (XCTest), ctest (C tests), the header matrix,
+#                  and the consumer checks (examples via pkg-config and CMake, linkage)
+#   make demo      install, build and run every example, then the benchmark
+#   make bench     install, then bench/run.sh (BENCH_ARGS=--quick for a faster pass)
+#   make clean     remove build output (build/, prefix/, .build/, bench/out/)
+
+PREFIX     ?= $(CURDIR)/prefix
+BUILD_DIR  ?= build
+BENCH_ARGS ?=
+
+# Every step runs in bash with -e and pipefail, so a failure anywhere stops make loudly.
+SHELL       := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS)
+step = @printf '\n==> %s\n' $(1)
+
+.PHONY: all deps build install test demo bench clean help
+all: build
+
+help:
+	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(call step,"configure and build ($(BUILD_DIR)/)")
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	    -DCMAKE_INSTALL_PREFIX="$(PREFIX)" -DCMAKE_INSTALL_LIBDIR=lib
+	cmake --build $(BUILD_DIR)
+
+install: build
+	$(call step,"install into $(PREFIX)")
+	cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+test: install
+	$(call step,"swift build --build-tests")
+	swift build --build-tests
+	$(call step,"swift test (XCTest)")
+	swift test
+	$(call step,"ctest (C tests)")
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
+	$(call step,"header matrix")
+	@if [ -f scripts/header-matrix.sh ]; then \
+	    bash scripts/header-matrix.sh include; \
+	else \
+	    echo "scripts/header-matrix.sh is not in this tree yet: skipped"; \
+	fi
+	$(call step,"consumer checks (pkg-config, CMake find_package, linkage)")
+	scripts/examples.sh check "$(PREFIX)"
+	$(call step,"make test: everything passed")
+
+demo: install
+	$(call step,"examples (built with pkg-config against $(PREFIX))")
+	scripts/examples.sh run "$(PREFIX)"
+	$(call step,"benchmark: GrandCentral vs the toolchain's libdispatch")
+	$(run_bench)
+
+bench: install
+	$(call step,"benchmark: GrandCentral vs the toolchain's libdispatch")
+	$(run_bench)
+
+# Only the default prefix is removed: a PREFIX given on the command line may hold other things.
+clean:
+	rm -rf $(BUILD_DIR) $(CURDIR)/prefix .build bench/out

@@ -1,0 +1,353 @@
+import CGrandCentral
+import Glibc
+import Synchronization
+
+// Descriptor readiness on the event thread: what read and write sources (and stream I/O)
+// are built on.
+//
+// Protocol, per registration (one interest, read or write, on one descriptor):
+//   register → armed; the first readiness calls `handler(context, events)` on the event
+//   thread and disarms the registration; `rearmDescriptor` arms it again (a source does
+//   so once its handler has run, so readiness is level-triggered from the source's point
+//   of view, and no event is reported twice while the handler still runs);
+//   `unregisterDescriptor` removes it and then calls `completion(context)` on the event
+//   thread: after that call the handler is never called again, so the owner may now
+//   deliver its cancel handler and the client may close the descriptor.
+//
+// All registrations on one descriptor share one epoll registration (epoll allows one per
+// descriptor), a `DescriptorTable.Entry`, armed with EPOLLONESHOT for the union of its
+// armed registrations' interests: the kernel disables the descriptor after each report,
+// and the loop re-enables it for the registrations still armed. Rejected: edge-triggered
+// epoll (a handler that reads less than all the data would never hear again) and plain
+// level-triggered epoll (the loop would spin on a readable descriptor until the source's
+// handler, on another thread, drains it).
+//
+// Generations. The epoll data of an entry is `generation << 32 | fd`, with a generation
+// that is new for every entry. When a descriptor is unregistered, closed and its number
+// reused for a new registration, an event that the kernel reported for the old
+// registration (already in the array epoll_wait returned, or racing with the change)
+// carries the old generation and is dropped, instead of being delivered to the new
+// registration or, as in libdispatch's epoll code, through a pointer to freed memory.
+// The data holds no pointer: an event is looked up in the table, never dereferenced.
+//
+// Descriptors epoll cannot watch (regular files and directories: EPERM) are always
+// ready, as in libdispatch: an armed registration on them is reported at once. A
+// descriptor epoll rejects for another reason (EBADF: not open) reports GC_POLL_ERR each
+// time it is armed; that is the world's fault, delivered through the error channel, not
+// a crash.
+
+/// What a registration waits for.
+enum DescriptorInterest: Sendable {
+    case read
+    case write
+
+    /// The epoll events this interest is reported for (error and hang-up always are).
+    var pollEvents: UInt32 {
+        switch self {
+        case .read: return GC_POLL_IN | GC_POLL_RDHUP
+        case .write: return GC_POLL_OUT
+        }
+    }
+
+    /// Which reported bits concern a registration with this interest.
+    var relevantEvents: UInt32 { pollEvents | GC_POLL_ERR | GC_POLL_HUP }
+}
+
+/// Called on the event thread with the registration's context and the GC_POLL_* bits
+/// that were reported (readable/writable, error, hang-up).
+typealias DescriptorHandler = @convention(c) (UnsafeMutableRawPointer?, UInt32) -> Void
+
+/// One interest in one descriptor.
+///
+/// Fields and who may touch them:
+/// - `descriptor`, `interest`, `handler`, `context`: immutable after init.
+/// - `rearmRequested`: shared, atomic; true while the registration sits in the rearm inbox
+///   (a producer pushes only when it flips it false → true; the event thread clears it
+///   after taking the node, so the node is in that inbox at most once).
+/// - `rearmLink`: the rearm inbox's link (written by the pusher, read by the event thread,
+///   ordered by the inbox's atomics).
+/// - `isRegistered`, `isArmed`: the event thread only.
+final class DescriptorRegistration: @unchecked Sendable {
+    let descriptor: Int32
+    let interest: DescriptorInterest
+    let handler: DescriptorHandler
+    let context: UnsafeMutableRawPointer?
+
+    let rearmRequested = Atomic<Bool>(false)
+    var rearmLink: UnsafeMutableRawPointer?
+
+    var isRegistered = false
+    var isArmed = false
+
+    init(descriptor: Int32, interest: DescriptorInterest, handler: DescriptorHandler,
+         context: UnsafeMutableRawPointer?) {
+        self.descriptor = descriptor
+        self.interest = interest
+        self.handler = handler
+        self.context = context
+    }
+}
+
+/// A registration, for `rearmDescriptor` and `unregisterDescriptor`.
+struct DescriptorToken: Sendable {
+    let registration: DescriptorRegistration
+}
+
+/// A registration change travelling to the event thread. Registrations come and go
+/// rarely (once per source), so each change is its own small allocation; that keeps
+/// register-then-unregister in submission order in one inbox.
+final class DescriptorCommand: @unchecked Sendable {
+    enum Kind {
+        case register
+        case unregister(completion: DispatchFunction, context: UnsafeMutableRawPointer?)
+    }
+
+    let kind: Kind
+    let registration: DescriptorRegistration
+    var link: UnsafeMutableRawPointer?
+
+    init(_ kind: Kind, _ registration: DescriptorRegistration) {
+        self.kind = kind
+        self.registration = registration
+    }
+}
+
+enum DescriptorCommandLink: EventLoopInboxLink {
+    static func next(of node: DescriptorCommand) -> UnsafeMutableRawPointer? { node.link }
+    static func setNext(of node: DescriptorCommand, to next: UnsafeMutableRawPointer?) { node.link = next }
+}
+
+enum DescriptorRearmLink: EventLoopInboxLink {
+    static func next(of node: DescriptorRegistration) -> UnsafeMutableRawPointer? { node.rearmLink }
+    static func setNext(of node: DescriptorRegistration, to next: UnsafeMutableRawPointer?) { node.rearmLink = next }
+}
+
+/// The registered descriptors, by number. Owned by the event thread; it does no system
+/// calls itself (the loop does, see `EventLoop.updatePoll`), so its bookkeeping, the
+/// generations above all, can be tested on its own.
+struct DescriptorTable {
+    /// The registrations on one descriptor, sharing one epoll registration.
+    final class Entry {
+        let descriptor: Int32
+        /// Identifies this entry in epoll data; never 0, never reused while it lives.
+        let generation: UInt32
+        var registrations: [DescriptorRegistration] = []
+        /// Whether the descriptor is in the epoll set (ADD done, no DEL since).
+        var inPoll = false
+        /// The events the kernel will report next: 0 after a one-shot report, or when
+        /// disabled.
+        var kernelEvents: UInt32 = 0
+        /// Nonzero when epoll cannot watch the descriptor: the events armed registrations
+        /// get at once (readable and writable for a regular file, error for a bad one).
+        var syntheticEvents: UInt32 = 0
+
+        init(descriptor: Int32, generation: UInt32) {
+            self.descriptor = descriptor
+            self.generation = generation
+        }
+
+        /// The union of the armed registrations' interests.
+        var armedEvents: UInt32 {
+            var events: UInt32 = 0
+            for registration in registrations where registration.isArmed {
+                events |= registration.interest.pollEvents
+            }
+            return events
+        }
+    }
+
+    private var entries: [Int32: Entry] = [:]
+    private var nextGeneration: UInt32 = 1
+    /// Entries with synthetic events that may have armed registrations to report to.
+    var syntheticPending: [Entry] = []
+
+    var count: Int { entries.count }
+
+    /// Adds `registration`, armed, to its descriptor's entry (a new entry, with a new
+    /// generation, if the descriptor had none). Returns the entry.
+    mutating func add(_ registration: DescriptorRegistration) -> Entry {
+        let entry: Entry
+        if let existing = entries[registration.descriptor] {
+            entry = existing
+        } else {
+            entry = Entry(descriptor: registration.descriptor, generation: nextGeneration)
+            nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
+            entries[registration.descriptor] = entry
+        }
+        entry.registrations.append(registration)
+        registration.isRegistered = true
+        registration.isArmed = true
+        return entry
+    }
+
+    /// Removes `registration`. Returns its entry, and whether the entry is now empty (in
+    /// which case it has left the table and its generation is retired).
+    mutating func remove(_ registration: DescriptorRegistration) -> (entry: Entry, isEmpty: Bool)? {
+        guard registration.isRegistered, let entry = entries[registration.descriptor] else { return nil }
+        entry.registrations.removeAll { $0 === registration }
+        registration.isRegistered = false
+        registration.isArmed = false
+        if entry.registrations.isEmpty {
+            entries[registration.descriptor] = nil
+            return (entry, true)
+        }
+        return (entry, false)
+    }
+
+    /// The entry an epoll event is for, or nil when the event is stale: the descriptor
+    /// has no entry any more, or a different one (its number was reused).
+    func entry(descriptor: Int32, generation: UInt32) -> Entry? {
+        guard let entry = entries[descriptor], entry.generation == generation else { return nil }
+        return entry
+    }
+
+    /// The entry of a registered registration.
+    func entry(of registration: DescriptorRegistration) -> Entry? {
+        registration.isRegistered ? entries[registration.descriptor] : nil
+    }
+}
+
+extension EventLoop {
+    // MARK: - Descriptor API (any thread)
+
+    /// Registers interest in `descriptor` becoming readable or writable. The handler is
+    /// called on the event thread at the first readiness, then not again until
+    /// `rearmDescriptor`. Any thread.
+    func registerDescriptor(_ descriptor: Int32, interest: DescriptorInterest,
+                            handler: DescriptorHandler, context: UnsafeMutableRawPointer?) -> DescriptorToken {
+        let registration = DescriptorRegistration(descriptor: descriptor, interest: interest,
+                                                  handler: handler, context: context)
+        descriptorInbox.push(DescriptorCommand(.register, registration))
+        requestWakeup()
+        return DescriptorToken(registration: registration)
+    }
+
+    /// Asks for the next readiness of a registration whose handler was called. Ignored
+    /// for a registration that is armed already or unregistered. Any thread.
+    func rearmDescriptor(_ token: DescriptorToken) {
+        let registration = token.registration
+        if !registration.rearmRequested.exchange(true, ordering: .sequentiallyConsistent) {
+            rearmInbox.push(registration)
+            requestWakeup()
+        }
+    }
+
+    /// Unregisters; then calls `completion(context)` on the event thread, after which the
+    /// handler is never called again. Call at most once per token. Any thread.
+    func unregisterDescriptor(_ token: DescriptorToken, completion: DispatchFunction,
+                              context: UnsafeMutableRawPointer?) {
+        descriptorInbox.push(DescriptorCommand(.unregister(completion: completion, context: context),
+                                               token.registration))
+        requestWakeup()
+    }
+
+    // MARK: - Event thread
+
+    func drainDescriptorInboxes() {
+        descriptorInbox.drain { command in
+            let registration = command.registration
+            switch command.kind {
+            case .register:
+                let entry = descriptors.add(registration)
+                updatePoll(entry)
+            case .unregister(let completion, let context):
+                if let (entry, isEmpty) = descriptors.remove(registration) {
+                    if isEmpty {
+                        if entry.inPoll {
+                            // ENOENT/EBADF when the client closed the descriptor first:
+                            // the kernel already dropped it. Either way it is gone.
+                            _ = gc_poll_control(poll, GC_POLL_DEL, entry.descriptor, 0, 0)
+                            entry.inPoll = false
+                        }
+                    } else {
+                        updatePoll(entry)
+                    }
+                }
+                completion(context)
+            }
+        }
+        rearmInbox.drain { registration in
+            // Cleared after the node left the inbox (the walk already read its link), so a
+            // new request pushes it again.
+            registration.rearmRequested.store(false, ordering: .sequentiallyConsistent)
+            guard registration.isRegistered, !registration.isArmed,
+                  let entry = descriptors.entry(of: registration) else { return }
+            registration.isArmed = true
+            updatePoll(entry)
+        }
+    }
+
+    /// A readiness report from epoll.
+    func deliverReadiness(descriptor: Int32, generation: UInt32, events: UInt32) {
+        guard let entry = descriptors.entry(descriptor: descriptor, generation: generation) else {
+            return  // stale: for a registration that is gone
+        }
+        entry.kernelEvents = 0  // EPOLLONESHOT disabled it
+        deliver(events, to: entry)
+        updatePoll(entry)
+    }
+
+    /// Reports synthetic readiness to armed registrations on descriptors epoll cannot
+    /// watch.
+    func deliverSyntheticReadiness() {
+        guard !descriptors.syntheticPending.isEmpty else { return }
+        let pending = descriptors.syntheticPending
+        descriptors.syntheticPending.removeAll(keepingCapacity: true)
+        for entry in pending where descriptors.entry(descriptor: entry.descriptor, generation: entry.generation) === entry {
+            deliver(entry.syntheticEvents, to: entry)
+        }
+    }
+
+    private func deliver(_ events: UInt32, to entry: DescriptorTable.Entry) {
+        for registration in entry.registrations where registration.isArmed {
+            let relevant = events & registration.interest.relevantEvents
+            if relevant != 0 {
+                registration.isArmed = false
+                registration.handler(registration.context, relevant)
+            }
+        }
+    }
+
+    /// Brings the kernel's view of `entry` in line with its armed registrations.
+    private func updatePoll(_ entry: DescriptorTable.Entry) {
+        let wanted = entry.armedEvents
+        if entry.syntheticEvents != 0 {
+            if wanted != 0 { descriptors.syntheticPending.append(entry) }
+            return
+        }
+        if wanted == entry.kernelEvents { return }
+        let data = EventLoop.data(descriptor: entry.descriptor, generation: entry.generation)
+        if wanted == 0 {
+            // Nothing armed but the kernel would still report (at least an error or a
+            // hang-up): take the descriptor out until something is armed again.
+            _ = gc_poll_control(poll, GC_POLL_DEL, entry.descriptor, 0, 0)
+            entry.inPoll = false
+            entry.kernelEvents = 0
+            return
+        }
+        let oneShot = wanted | GC_POLL_ONESHOT
+        var rc: Int32
+        if entry.inPoll {
+            rc = gc_poll_control(poll, GC_POLL_MOD, entry.descriptor, oneShot, data)
+            if rc == -ENOENT {
+                // The client closed the descriptor (and perhaps opened another under the
+                // same number) without unregistering; the kernel forgot it.
+                rc = gc_poll_control(poll, GC_POLL_ADD, entry.descriptor, oneShot, data)
+            }
+        } else {
+            rc = gc_poll_control(poll, GC_POLL_ADD, entry.descriptor, oneShot, data)
+            if rc == -EEXIST {
+                rc = gc_poll_control(poll, GC_POLL_MOD, entry.descriptor, oneShot, data)
+            }
+        }
+        if rc == 0 {
+            entry.inPoll = true
+            entry.kernelEvents = wanted
+        } else {
+            entry.inPoll = false
+            entry.kernelEvents = 0
+            entry.syntheticEvents = rc == -EPERM ? GC_POLL_IN | GC_POLL_OUT : GC_POLL_ERR
+            descriptors.syntheticPending.append(entry)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Synchronization
+
+/// How an `EventLoopInbox` links its nodes: which stored field of the node is the link.
+/// A node can sit in several inboxes at once if each uses its own link field.
+protocol EventLoopInboxLink {
+    associatedtype Node: AnyObject
+    static func next(of node: Node) -> UnsafeMutableRawPointer?
+    static func setNext(of node: Node, to next: UnsafeMutableRawPointer?)
+}
+
+/// The way other threads hand work to the event thread: an intrusive multi-producer stack
+/// that the event thread empties all at once.
+///
+/// Protocol: a producer links its node to the current head and publishes it with one
+/// compare-exchange; the event thread takes the whole list with one exchange to nil,
+/// reverses it (so nodes come out in the order they were pushed: a thread that schedules
+/// two timers with the same deadline sees them fire in that order) and walks it. There is
+/// no ABA problem: nodes are only ever pushed, and only the consumer removes, all at once.
+/// A node is in a given inbox at most once at a time (callers guarantee it: a timer is
+/// scheduled once and cancelled once; a rearm is guarded by a flag). Rejected: a lock and
+/// an array (a lock on every `dispatch_after`, and an allocation when the array grows),
+/// and a Vyukov MPSC queue (FIFO for free, but its consumer can observe a producer halfway
+/// through a push and must spin; taking the whole stack never waits).
+///
+/// The inbox holds a +1 reference (`Unmanaged`) on each node while it is linked.
+///
+/// Orderings are sequentially consistent, not just release (push) / acquire (take): the
+/// event loop pairs "push, then read the armed instant" on the producer side with "publish
+/// the armed instant, then check the inbox" on the event thread, a store-load (Dekker)
+/// pattern that only a single total order makes safe (see `EventLoop`).
+struct EventLoopInbox<Link: EventLoopInboxLink>: ~Copyable {
+    private let head = Atomic<UnsafeMutableRawPointer?>(nil)
+
+    init() {}
+
+    /// Pushes `node` (retaining it). Any thread.
+    func push(_ node: Link.Node) {
+        let raw = Unmanaged.passRetained(node).toOpaque()
+        var expected = head.load(ordering: .relaxed)
+        while true {
+            // Written before the publishing compare-exchange, read by the consumer after
+            // its exchange: the plain field is ordered by the two atomics.
+            Link.setNext(of: node, to: expected)
+            let (exchanged, current) = head.compareExchange(
+                expected: expected, desired: raw,
+                successOrdering: .sequentiallyConsistent, failureOrdering: .relaxed)
+            if exchanged { return }
+            expected = current
+        }
+    }
+
+    /// Whether the inbox is empty right now (sequentially consistent, see above).
+    var isEmpty: Bool { head.load(ordering: .sequentiallyConsistent) == nil }
+
+    /// Takes every node and calls `body` on each, oldest push first, releasing the
+    /// inbox's reference afterwards. The event thread only.
+    ///
+    /// The link of a node is read before `body` runs, so `body` may make the node
+    /// eligible for a new push (e.g. clear its rearm flag) without corrupting the walk.
+    func drain(_ body: (Link.Node) -> Void) {
+        var cursor = head.exchange(nil, ordering: .sequentiallyConsistent)
+        // Reverse the list: pushes were LIFO.
+        var reversed: UnsafeMutableRawPointer? = nil
+        while let raw = cursor {
+            let node = Unmanaged<Link.Node>.fromOpaque(raw).takeUnretainedValue()
+            cursor = Link.next(of: node)
+            Link.setNext(of: node, to: reversed)
+            reversed = raw
+        }
+        while let raw = reversed {
+            let node = Unmanaged<Link.Node>.fromOpaque(raw).takeRetainedValue()
+            reversed = Link.next(of: node)
+            Link.setNext(of: node, to: nil)
+            body(node)
+        }
+    }
+}

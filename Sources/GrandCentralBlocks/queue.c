@@ -1,0 +1,110 @@
+// Block entry points of queue.h: each copies the block if it may outlive the call and
+// hands it to the `_f` twin with a trampoline (see shim.h). A work item created with
+// DISPATCH_BLOCK_BARRIER goes to the barrier twin instead.
+#include "shim.h"
+
+void dispatch_async(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_async");
+	void *context = gc_block_copy(block, "dispatch_async");
+	if (gc_block_is_barrier(block)) {
+		dispatch_barrier_async_f(queue, context, gc_block_invoke_and_release);
+	} else {
+		dispatch_async_f(queue, context, gc_block_invoke_and_release);
+	}
+}
+
+void dispatch_sync(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_sync");
+	if (gc_block_is_barrier(block)) {
+		dispatch_barrier_sync_f(queue, (void *)block, gc_block_invoke);
+	} else {
+		dispatch_sync_f(queue, (void *)block, gc_block_invoke);
+	}
+}
+
+void dispatch_async_and_wait(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_async_and_wait");
+	if (gc_block_is_barrier(block)) {
+		dispatch_barrier_async_and_wait_f(queue, (void *)block, gc_block_invoke);
+	} else {
+		dispatch_async_and_wait_f(queue, (void *)block, gc_block_invoke);
+	}
+}
+
+void dispatch_barrier_async(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_barrier_async");
+	void *context = gc_block_copy(block, "dispatch_barrier_async");
+	dispatch_barrier_async_f(queue, context, gc_block_invoke_and_release);
+}
+
+void dispatch_barrier_sync(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_barrier_sync");
+	dispatch_barrier_sync_f(queue, (void *)block, gc_block_invoke);
+}
+
+void dispatch_barrier_async_and_wait(dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_barrier_async_and_wait");
+	dispatch_barrier_async_and_wait_f(queue, (void *)block, gc_block_invoke);
+}
+
+// MARK: - Deferred barriers
+//
+// dispatch_after and dispatch_group_notify have no barrier twin. For a barrier work
+// item, the deferred call delivers a small hop to a global queue instead, and the hop
+// submits the item to its queue as a barrier at that moment, which is when libdispatch
+// would have enqueued it. The queue is retained for the hop's lifetime.
+
+struct gc_barrier_hop {
+	dispatch_queue_t queue;
+	void *block; // copied; released by the trampoline that runs it
+};
+
+void *gc_barrier_hop_create(dispatch_queue_t queue, void *block, const char *function)
+{
+	struct gc_barrier_hop *hop = gc_shim_alloc(sizeof *hop, function);
+	hop->queue = queue;
+	hop->block = block;
+	dispatch_retain(queue);
+	return hop;
+}
+
+void gc_barrier_hop_run(void *context)
+{
+	struct gc_barrier_hop hop = *(struct gc_barrier_hop *)context;
+	free(context);
+	dispatch_barrier_async_f(hop.queue, hop.block, gc_block_invoke_and_release);
+	dispatch_release(hop.queue);
+}
+
+void dispatch_after(dispatch_time_t when, dispatch_queue_t queue, dispatch_block_t block)
+{
+	gc_check_queue_and_block(queue, block, "dispatch_after");
+	void *context = gc_block_copy(block, "dispatch_after");
+	if (gc_block_is_barrier(block)) {
+		void *hop = gc_barrier_hop_create(queue, context, "dispatch_after");
+		dispatch_after_f(when, dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), hop,
+				gc_barrier_hop_run);
+	} else {
+		dispatch_after_f(when, queue, context, gc_block_invoke_and_release);
+	}
+}
+
+// MARK: - dispatch_apply
+
+static void gc_apply_invoke(void *context, size_t iteration)
+{
+	((void (^)(size_t))context)(iteration);
+}
+
+void dispatch_apply(size_t iterations, dispatch_queue_t queue, void (^block)(size_t))
+{
+	// queue may be NULL: DISPATCH_APPLY_AUTO.
+	if (block == NULL) gc_client_bug("dispatch_apply", "block is NULL");
+	dispatch_apply_f(iterations, queue, (void *)block, gc_apply_invoke);
+}
