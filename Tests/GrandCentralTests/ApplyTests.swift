@@ -84,7 +84,7 @@ final class ApplyTests: XCTestCase {
         let met = Counter()
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
             arrived.increment()
-            if waitUntil(timeout: patience, { arrived.value == 2 }) { met.increment() }
+            if eventually(within: patience, { arrived.value == 2 }) { met.increment() }
         }
         XCTAssertEqual(met.value, 2, "the two iterations never ran at the same time")
     }

@@ -46,7 +46,7 @@ final class BarrierTests: XCTestCase {
             }
         }
         queue.async(flags: .barrier) { seenByBarrier.append(finished.value) }
-        XCTAssertTrue(waitUntil { seenByBarrier.count == 1 })
+        XCTAssertTrue(eventually { seenByBarrier.count == 1 })
         XCTAssertEqual(seenByBarrier.values, [40])
     }
 
@@ -71,7 +71,7 @@ final class BarrierTests: XCTestCase {
                 started.increment()
             }
         }
-        XCTAssertTrue(waitUntil { started.value == 44 })
+        XCTAssertTrue(eventually { started.value == 44 })
         XCTAssertEqual(early.value, 0, "items submitted after a barrier ran before it finished")
     }
 
@@ -86,7 +86,7 @@ final class BarrierTests: XCTestCase {
                 queue.async { ledger.item(); done.increment() }
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 300 })
+        XCTAssertTrue(eventually { done.value == 300 })
         XCTAssertEqual(ledger.overlaps.value, 0, "a barrier overlapped another item")
         XCTAssertEqual(ledger.barriersDone.load(ordering: .sequentiallyConsistent), 6)
     }
@@ -116,7 +116,7 @@ final class BarrierTests: XCTestCase {
                 }
             }
         }
-        XCTAssertTrue(waitUntil { done.value == total })
+        XCTAssertTrue(eventually { done.value == total })
         XCTAssertEqual(mismatches.value, 0)
         XCTAssertEqual(ledger.overlaps.value, 0)
         XCTAssertEqual(ledger.barriersDone.load(ordering: .sequentiallyConsistent), barriersSubmitted)
@@ -128,7 +128,7 @@ final class BarrierTests: XCTestCase {
         for i in 0..<100 {
             queue.async(flags: .barrier) { log.append(i) }
         }
-        XCTAssertTrue(waitUntil { log.count == 100 })
+        XCTAssertTrue(eventually { log.count == 100 })
         XCTAssertEqual(log.values, Array(0..<100))
     }
 
@@ -170,7 +170,7 @@ final class BarrierTests: XCTestCase {
         for i in 0..<100 {
             queue.async(flags: i % 3 == 0 ? .barrier : []) { log.append(i) }
         }
-        XCTAssertTrue(waitUntil { log.count == 100 })
+        XCTAssertTrue(eventually { log.count == 100 })
         XCTAssertEqual(log.values, Array(0..<100))
     }
 
@@ -198,7 +198,7 @@ final class BarrierTests: XCTestCase {
             }
         }
         queue.resume()
-        XCTAssertTrue(waitUntil { done.value == 60 })
+        XCTAssertTrue(eventually { done.value == 60 })
         XCTAssertEqual(ledger.overlaps.value, 0)
     }
 
@@ -218,7 +218,7 @@ final class BarrierTests: XCTestCase {
                 child.async { ledger.item(); done.increment() }
             }
         }
-        XCTAssertTrue(waitUntil { done.value == total }, "only \(done.value) of \(total) items ran")
+        XCTAssertTrue(eventually { done.value == total }, "only \(done.value) of \(total) items ran")
         XCTAssertEqual(ledger.overlaps.value, 0)
         XCTAssertEqual(ledger.barriersDone.load(ordering: .sequentiallyConsistent), total / 20)
     }
@@ -239,7 +239,7 @@ final class BarrierTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 20 })
+        XCTAssertTrue(eventually { done.value == 20 })
         XCTAssertEqual(early.value, 0, "a child queue's item ran while its parent's barrier was running")
     }
 }

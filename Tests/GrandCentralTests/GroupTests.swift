@@ -86,7 +86,7 @@ final class GroupTests: XCTestCase {
             dispatchPrecondition(condition: .onQueue(notifyQueue))
             seenByNotify.append(done.value)
         }
-        XCTAssertTrue(waitUntil { seenByNotify.count == 1 })
+        XCTAssertTrue(eventually { seenByNotify.count == 1 })
         XCTAssertEqual(seenByNotify.values, [30])
     }
 
@@ -118,7 +118,7 @@ final class GroupTests: XCTestCase {
             }
         }
         group.leave()
-        XCTAssertTrue(waitUntil { runs.value == 10 })
+        XCTAssertTrue(eventually { runs.value == 10 })
         sleep(milliseconds: 50)
         XCTAssertEqual(runs.value, 10)
     }
@@ -135,7 +135,7 @@ final class GroupTests: XCTestCase {
             group.notify(queue: queue) { rounds.append(round * 100 + done.value) }
             XCTAssertEqual(group.wait(timeout: .now() + patience), .success)
             XCTAssertEqual(done.value, 10)
-            XCTAssertTrue(waitUntil { rounds.count == round + 1 })
+            XCTAssertTrue(eventually { rounds.count == round + 1 })
         }
         XCTAssertEqual(rounds.values, [10, 110, 210])
     }
@@ -214,7 +214,7 @@ final class GroupTests: XCTestCase {
         DispatchQueue(label: "test.group.waiter").async {
             outcome.append(group.wait(timeout: .now() + patience))
         }
-        XCTAssertTrue(waitUntil { outcome.count == 1 })
+        XCTAssertTrue(eventually { outcome.count == 1 })
         XCTAssertEqual(outcome.values, [.success])
         XCTAssertEqual(members.value, 5)
     }

@@ -15,7 +15,7 @@ final class QueueTests: XCTestCase {
         for i in 0..<1000 {
             queue.async { log.append(i) }
         }
-        XCTAssertTrue(waitUntil { log.count == 1000 })
+        XCTAssertTrue(eventually { log.count == 1000 })
         XCTAssertEqual(log.values, Array(0..<1000))
     }
 
@@ -29,7 +29,7 @@ final class QueueTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 200 })
+        XCTAssertTrue(eventually { done.value == 200 })
         XCTAssertEqual(probe.peak, 1)
     }
 
@@ -45,7 +45,7 @@ final class QueueTests: XCTestCase {
             }
         }
         producers.forEach { $0.join() }
-        XCTAssertTrue(waitUntil { log.count == 2 * perProducer })
+        XCTAssertTrue(eventually { log.count == 2 * perProducer })
         for producer in 0..<2 {
             let seen = log.values.filter { $0.producer == producer }.map(\.sequence)
             XCTAssertEqual(seen, Array(0..<perProducer), "producer \(producer)")
@@ -60,7 +60,7 @@ final class QueueTests: XCTestCase {
             sleep(milliseconds: 20)
             log.append("outer")
         }
-        XCTAssertTrue(waitUntil { log.count == 2 })
+        XCTAssertTrue(eventually { log.count == 2 })
         XCTAssertEqual(log.values, ["outer", "inner"])
     }
 
@@ -72,7 +72,7 @@ final class QueueTests: XCTestCase {
         for _ in 0..<5000 {
             queue.async { done.increment() }
         }
-        XCTAssertTrue(waitUntil { done.value == 5000 })
+        XCTAssertTrue(eventually { done.value == 5000 })
         sleep(milliseconds: 50)
         XCTAssertEqual(done.value, 5000, "an item ran more than once")
     }
@@ -85,10 +85,10 @@ final class QueueTests: XCTestCase {
         for _ in 0..<2 {
             queue.async {
                 arrived.increment()
-                if waitUntil(timeout: patience, { arrived.value == 2 }) { met.increment() }
+                if eventually(within: patience, { arrived.value == 2 }) { met.increment() }
             }
         }
-        XCTAssertTrue(waitUntil { met.value == 2 }, "the two items never ran at the same time")
+        XCTAssertTrue(eventually { met.value == 2 }, "the two items never ran at the same time")
     }
 
     // MARK: Global and main queues
@@ -102,7 +102,7 @@ final class QueueTests: XCTestCase {
             DispatchQueue.global(qos: qosClass).async { done.increment() }
         }
         DispatchQueue.global().async { done.increment() }
-        XCTAssertTrue(waitUntil { done.value == classes.count + 1 })
+        XCTAssertTrue(eventually { done.value == classes.count + 1 })
     }
 
     func testGlobalQueueIsConcurrent() {
@@ -111,10 +111,10 @@ final class QueueTests: XCTestCase {
         for _ in 0..<2 {
             DispatchQueue.global(qos: .utility).async {
                 arrived.increment()
-                if waitUntil(timeout: patience, { arrived.value == 2 }) { met.increment() }
+                if eventually(within: patience, { arrived.value == 2 }) { met.increment() }
             }
         }
-        XCTAssertTrue(waitUntil { met.value == 2 })
+        XCTAssertTrue(eventually { met.value == 2 })
     }
 
     func testQueueLabels() {
@@ -183,7 +183,7 @@ final class QueueTests: XCTestCase {
         for (qos, flags) in variants {
             queue.async(qos: qos, flags: flags) { done.increment() }
         }
-        XCTAssertTrue(waitUntil { done.value == variants.count })
+        XCTAssertTrue(eventually { done.value == variants.count })
     }
 
     // MARK: asyncAfter
@@ -193,7 +193,7 @@ final class QueueTests: XCTestCase {
         let start = monotonicNanoseconds()
         let ranAt = Recorder<UInt64>()
         queue.asyncAfter(deadline: .now() + .milliseconds(100)) { ranAt.append(monotonicNanoseconds()) }
-        XCTAssertTrue(waitUntil { ranAt.count == 1 })
+        XCTAssertTrue(eventually { ranAt.count == 1 })
         let elapsed = (ranAt.values.first ?? 0) &- start
         XCTAssertGreaterThanOrEqual(elapsed, 99_000_000, "ran after \(elapsed) ns")
     }
@@ -204,7 +204,7 @@ final class QueueTests: XCTestCase {
         queue.asyncAfter(deadline: .now() + .milliseconds(300)) { log.append("late") }
         queue.asyncAfter(deadline: .now() + 0.05) { log.append("early") }
         queue.asyncAfter(deadline: .now() + .microseconds(150_000)) { log.append("middle") }
-        XCTAssertTrue(waitUntil { log.count == 3 })
+        XCTAssertTrue(eventually { log.count == 3 })
         XCTAssertEqual(log.values, ["early", "middle", "late"])
     }
 
@@ -242,11 +242,11 @@ final class QueueTests: XCTestCase {
         queue.suspend()
         queue.async { log.append("later") }
         release.open()
-        XCTAssertTrue(waitUntil { log.count == 1 }, "suspend stopped the item that was running")
+        XCTAssertTrue(eventually { log.count == 1 }, "suspend stopped the item that was running")
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(log.values, ["running"], "an item ran on a suspended queue")
         queue.resume()
-        XCTAssertTrue(waitUntil { log.count == 2 })
+        XCTAssertTrue(eventually { log.count == 2 })
         XCTAssertEqual(log.values, ["running", "later"])
     }
 
@@ -260,7 +260,7 @@ final class QueueTests: XCTestCase {
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(log.count, 0)
         queue.resume()
-        XCTAssertTrue(waitUntil { log.count == 10 })
+        XCTAssertTrue(eventually { log.count == 10 })
         XCTAssertEqual(log.values, Array(0..<10))
     }
 
@@ -287,7 +287,7 @@ final class QueueTests: XCTestCase {
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(done.value, 0)
         queue.resume()
-        XCTAssertTrue(waitUntil { done.value == 50 })
+        XCTAssertTrue(eventually { done.value == 50 })
     }
 
     // MARK: Initially inactive queues
@@ -301,7 +301,7 @@ final class QueueTests: XCTestCase {
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(log.count, 0, "an inactive queue ran an item")
         queue.activate()
-        XCTAssertTrue(waitUntil { log.count == 10 })
+        XCTAssertTrue(eventually { log.count == 10 })
         XCTAssertEqual(log.values, Array(0..<10))
     }
 
@@ -315,7 +315,7 @@ final class QueueTests: XCTestCase {
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(done.value, 0, "an inactive queue ran an item")
         queue.activate()
-        XCTAssertTrue(waitUntil { done.value == 50 })
+        XCTAssertTrue(eventually { done.value == 50 })
     }
 
     func testActivatedQueueKeepsWorking() {
@@ -325,7 +325,7 @@ final class QueueTests: XCTestCase {
         for _ in 0..<10 {
             queue.async { done.increment() }
         }
-        XCTAssertTrue(waitUntil { done.value == 10 })
+        XCTAssertTrue(eventually { done.value == 10 })
         XCTAssertEqual(queue.sync { 7 }, 7)
     }
 
@@ -369,6 +369,6 @@ final class QueueTests: XCTestCase {
             }
         }
         release.open()
-        XCTAssertTrue(waitUntil { done.value == 100 })
+        XCTAssertTrue(eventually { done.value == 100 })
     }
 }

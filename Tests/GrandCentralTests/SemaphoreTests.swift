@@ -94,7 +94,7 @@ final class SemaphoreTests: XCTestCase {
         sleep(milliseconds: 50)
         for n in 1...8 {
             semaphore.signal()
-            XCTAssertTrue(waitUntil { woken.value >= n })
+            XCTAssertTrue(eventually { woken.value >= n })
         }
         waiters.forEach { $0.join() }
         XCTAssertEqual(woken.value, 8)
@@ -158,7 +158,7 @@ final class SemaphoreTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 40 })
+        XCTAssertTrue(eventually { done.value == 40 })
         XCTAssertLessThanOrEqual(probe.peak, 2)
     }
 
@@ -177,6 +177,6 @@ final class SemaphoreTests: XCTestCase {
         queue.async {
             for _ in 0..<waiters { semaphore.signal() }
         }
-        XCTAssertTrue(waitUntil(timeout: 60) { woken.value == waiters }, "only \(woken.value) of \(waiters) waiters were woken")
+        XCTAssertTrue(eventually(within: 60) { woken.value == waiters }, "only \(woken.value) of \(waiters) waiters were woken")
     }
 }

@@ -70,7 +70,7 @@ final class SpecificTests: XCTestCase {
         queue.async { seen.append(DispatchQueue.getSpecific(key: key)) }
         concurrent.async { seen.append(DispatchQueue.getSpecific(key: key)) }
         concurrent.async(flags: .barrier) { seen.append(DispatchQueue.getSpecific(key: key)) }
-        XCTAssertTrue(waitUntil { seen.count == 3 })
+        XCTAssertTrue(eventually { seen.count == 3 })
         XCTAssertEqual(Set(seen.values.compactMap { $0 }), ["serial", "concurrent"])
         XCTAssertEqual(seen.values.filter { $0 == "concurrent" }.count, 2)
         XCTAssertEqual(queue.sync { DispatchQueue.getSpecific(key: key) }, "serial")
@@ -128,7 +128,7 @@ final class SpecificTests: XCTestCase {
                 DispatchQueue.getSpecific(key: leafKey),
             ])
         }
-        XCTAssertTrue(waitUntil { seen.count == 2 })
+        XCTAssertTrue(eventually { seen.count == 2 })
         XCTAssertEqual(Set(seen.values), [["root", "middle", "leaf"], ["root", "middle", nil]])
         XCTAssertEqual(leaf.sync { DispatchQueue.getSpecific(key: rootKey) }, "root")
     }
@@ -150,7 +150,7 @@ final class SpecificTests: XCTestCase {
         queue.async { seen.append(DispatchQueue.getSpecific(key: key)) }
         queue.setSpecific(key: key, value: "set while inactive")
         queue.activate()
-        XCTAssertTrue(waitUntil { seen.count == 1 })
+        XCTAssertTrue(eventually { seen.count == 1 })
         XCTAssertEqual(seen.values, ["set while inactive"])
     }
 
@@ -166,7 +166,7 @@ final class SpecificTests: XCTestCase {
         XCTAssertNotNil(weakOld)
         queue.setSpecific(key: key, value: Token("new"))
         XCTAssertEqual(queue.getSpecific(key: key)?.name, "new")
-        XCTAssertTrue(waitUntil { weakOld == nil }, "the replaced value was never released")
+        XCTAssertTrue(eventually { weakOld == nil }, "the replaced value was never released")
     }
 
     func testValuesAreReleasedWithTheirQueue() {
@@ -179,6 +179,6 @@ final class SpecificTests: XCTestCase {
             queue.setSpecific(key: key, value: token)
             XCTAssertEqual(queue.sync { DispatchQueue.getSpecific(key: key)?.name }, "owned")
         }
-        XCTAssertTrue(waitUntil { weakToken == nil }, "a released queue kept its specific value")
+        XCTAssertTrue(eventually { weakToken == nil }, "a released queue kept its specific value")
     }
 }

@@ -93,7 +93,7 @@ final class SyncTests: XCTestCase {
         // If sync wrongly waited for the blocked item, this watchdog ends the wait so that the
         // test fails instead of hanging.
         let watchdog = TestThread {
-            _ = waitUntil(timeout: 10) { release.isOpen }
+            _ = eventually(within: 10) { release.isOpen }
             release.open()
         }
         let valueSeenWhileBlocked = queue.sync { release.isOpen ? -1 : 1 }
@@ -132,7 +132,7 @@ final class SyncTests: XCTestCase {
         first.async {
             result.append(second.sync { 11 })
         }
-        XCTAssertTrue(waitUntil { result.count == 1 })
+        XCTAssertTrue(eventually { result.count == 1 })
         XCTAssertEqual(result.values, [11])
     }
 
@@ -202,7 +202,7 @@ final class SyncTests: XCTestCase {
     func testAsyncAndWaitHasFinishedWhenItReturns() {
         let queue = DispatchQueue(label: "test.asyncandwait.done")
         let ran = Counter()
-        queue.asyncAndWait { ran.increment() }
+        queue.asyncAndWait { _ = ran.increment() }
         XCTAssertEqual(ran.value, 1)
     }
 

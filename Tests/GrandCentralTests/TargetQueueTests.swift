@@ -18,7 +18,7 @@ final class TargetQueueTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 300 })
+        XCTAssertTrue(eventually { done.value == 300 })
         XCTAssertEqual(probe.peak, 1, "a concurrent queue targeting a serial queue ran items in parallel")
     }
 
@@ -36,7 +36,7 @@ final class TargetQueueTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 400 })
+        XCTAssertTrue(eventually { done.value == 400 })
         XCTAssertEqual(probe.peak, 1)
     }
 
@@ -55,7 +55,7 @@ final class TargetQueueTests: XCTestCase {
                 }
             }
         }
-        XCTAssertTrue(waitUntil { logs.allSatisfy { $0.count == items } })
+        XCTAssertTrue(eventually { logs.allSatisfy { $0.count == items } })
         XCTAssertEqual(probe.peak, 1)
         for log in logs {
             XCTAssertEqual(log.values, Array(0..<items))
@@ -73,7 +73,7 @@ final class TargetQueueTests: XCTestCase {
                 done.increment()
             }
         }
-        XCTAssertTrue(waitUntil { done.value == 300 })
+        XCTAssertTrue(eventually { done.value == 300 })
         XCTAssertEqual(probe.peak, 1)
     }
 
@@ -89,7 +89,7 @@ final class TargetQueueTests: XCTestCase {
                 log.append(i)
             }
         }
-        XCTAssertTrue(waitUntil { log.count == 300 })
+        XCTAssertTrue(eventually { log.count == 300 })
         XCTAssertEqual(probe.peak, 1)
         XCTAssertEqual(log.values, Array(0..<300))
     }
@@ -117,10 +117,10 @@ final class TargetQueueTests: XCTestCase {
         for queue in [a, b] {
             queue.async {
                 arrived.increment()
-                if waitUntil(timeout: patience, { arrived.value == 2 }) { met.increment() }
+                if eventually(within: patience, { arrived.value == 2 }) { met.increment() }
             }
         }
-        XCTAssertTrue(waitUntil { met.value == 2 }, "two serial queues on one concurrent target did not run in parallel")
+        XCTAssertTrue(eventually { met.value == 2 }, "two serial queues on one concurrent target did not run in parallel")
     }
 
     func testSuspendingATargetHoldsBackItsSubqueues() {
@@ -136,7 +136,7 @@ final class TargetQueueTests: XCTestCase {
         sleep(milliseconds: quietPeriodMilliseconds)
         XCTAssertEqual(done.value, 0, "a subqueue ran while its target was suspended")
         target.resume()
-        XCTAssertTrue(waitUntil { done.value == 20 })
+        XCTAssertTrue(eventually { done.value == 20 })
     }
 
     func testSuspendingASubqueueDoesNotHoldBackItsTarget() {
@@ -170,7 +170,7 @@ final class TargetQueueTests: XCTestCase {
         sleep(milliseconds: 50)
         XCTAssertEqual(seen.count, 0)
         queue.activate()
-        XCTAssertTrue(waitUntil { seen.count == 100 })
+        XCTAssertTrue(eventually { seen.count == 100 })
         XCTAssertEqual(probe.peak, 1, "the queue did not run on its new serial target")
         XCTAssertTrue(seen.values.allSatisfy { $0 == "target" })
     }
@@ -201,7 +201,7 @@ final class TargetQueueTests: XCTestCase {
         for i in 0..<50 {
             queue.async { log.append(i) }
         }
-        XCTAssertTrue(waitUntil { log.count == 50 })
+        XCTAssertTrue(eventually { log.count == 50 })
         XCTAssertEqual(log.values, Array(0..<50))
     }
 

@@ -15,7 +15,7 @@ let patience: Double = 30
 let quietPeriodMilliseconds = 200
 
 /// Polls `condition` every millisecond until it holds or `timeout` seconds pass.
-func waitUntil(timeout: Double = patience, _ condition: () -> Bool) -> Bool {
+func eventually(within timeout: Double = patience, _ condition: () -> Bool) -> Bool {
     let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
     while !condition() {
         if monotonicNanoseconds() > deadline { return condition() }
@@ -87,7 +87,7 @@ final class Flag: Sendable {
     /// Blocks the calling thread until the flag opens; false if `timeout` passed first.
     @discardableResult
     func wait(timeout: Double = patience) -> Bool {
-        waitUntil(timeout: timeout) { isOpen }
+        eventually(within: timeout) { isOpen }
     }
 }
 

@@ -56,7 +56,7 @@ final class WorkItemTests: XCTestCase {
             seenByNotify.append(done.value)
         }
         DispatchQueue.global().async(execute: item)
-        XCTAssertTrue(waitUntil { seenByNotify.count == 1 })
+        XCTAssertTrue(eventually { seenByNotify.count == 1 })
         XCTAssertEqual(seenByNotify.values, [1])
     }
 
@@ -65,7 +65,7 @@ final class WorkItemTests: XCTestCase {
         let item = DispatchWorkItem { log.append("item") }
         item.notify(qos: .utility, flags: [], queue: .global()) { log.append("notify") }
         item.perform()
-        XCTAssertTrue(waitUntil { log.count == 2 })
+        XCTAssertTrue(eventually { log.count == 2 })
         XCTAssertEqual(log.values, ["item", "notify"])
     }
 
