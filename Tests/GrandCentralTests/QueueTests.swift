@@ -203,7 +203,9 @@ final class QueueTests: XCTestCase {
         let log = Recorder<String>()
         queue.asyncAfter(deadline: .now() + .milliseconds(300)) { log.append("late") }
         queue.asyncAfter(deadline: .now() + 0.05) { log.append("early") }
-        queue.asyncAfter(deadline: .now() + .microseconds(150_000)) { log.append("middle") }
+        queue.asyncAfter(deadline: .now() + .microseconds(150_000), qos: .userInitiated, flags: .enforceQoS) {
+            log.append("middle")
+        }
         XCTAssertTrue(eventually { log.count == 3 })
         XCTAssertEqual(log.values, ["early", "middle", "late"])
     }
