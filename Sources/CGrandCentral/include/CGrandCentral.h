@@ -90,6 +90,9 @@ static inline void gc_cpu_relax(void) {
 static inline uint32_t gc_word_load(uint32_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
 static inline void gc_word_store(uint32_t *w, uint32_t v) { __atomic_store_n(w, v, __ATOMIC_RELEASE); }
 static inline uint32_t gc_word_add(uint32_t *w, uint32_t v) { return __atomic_fetch_add(w, v, __ATOMIC_ACQ_REL); }
+/// Sequentially consistent forms, for Dekker-style handshakes (store, then load the other side).
+static inline uint32_t gc_word_exchange_seq_cst(uint32_t *w, uint32_t v) { return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST); }
+static inline uint32_t gc_word_load_seq_cst(uint32_t *w) { return __atomic_load_n(w, __ATOMIC_SEQ_CST); }
 static inline bool gc_word_cas(uint32_t *w, uint32_t expected, uint32_t desired) {
     return __atomic_compare_exchange_n(w, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }

@@ -32,7 +32,7 @@ final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
     /// A worker counts as stuck after this many ticks blocked on one item: shorter waits
     /// (malloc's arena lock while its holder is preempted) resolve themselves.
-    let stuckAfterTicks = 3
+    let stuckAfterTicks = 2
     let stuckAfterTicksInFutex = 1000
     let futexSyscall = gc_futex_syscall_number()
     /// Futex word: 1 while the monitor sleeps waiting for a poke.
@@ -46,7 +46,7 @@ final class StarvationMonitor: @unchecked Sendable {
     /// A producer found no idle worker and could not start one.
     @inline(__always)
     func poke() {
-        if started.load(ordering: .relaxed) && gc_word_load(parked) == 0 { return }
+        if started.load(ordering: .relaxed) && gc_word_load_seq_cst(parked) == 0 { return }
         pokeSlow()
     }
 
@@ -58,7 +58,7 @@ final class StarvationMonitor: @unchecked Sendable {
             }
             return
         }
-        if gc_word_load(parked) == 1 && gc_word_cas(parked, 1, 0) {
+        if gc_word_load_seq_cst(parked) == 1 && gc_word_cas(parked, 1, 0) {
             gc_futex_wake(parked, 1)
         }
     }
@@ -67,15 +67,19 @@ final class StarvationMonitor: @unchecked Sendable {
         let pool = ThreadPool.shared
         var quietTicks = 0
         while true {
-            _ = gc_futex_wait(parked, 2, tick)   // never equal to 2: a plain sleep of one tick
-            let starving = pool.hasWork() && pool.idle.load(ordering: .relaxed) == 0
+            // One tick: `parked` is 0 while the monitor is active, so this sleeps until the
+            // timeout (FUTEX_WAIT returns at once only when the word differs).
+            _ = gc_futex_wait(parked, 0, tick)
+            let starving = pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0
             if !starving {
                 quietTicks += 1
                 if quietTicks >= 10 {
-                    // Sleep until a producer pokes us.
-                    gc_word_store(parked, 1)
-                    if !(pool.hasWork() && pool.idle.load(ordering: .relaxed) == 0) {
-                        while gc_word_load(parked) == 1 { _ = gc_futex_wait(parked, 1, -1) }
+                    // Sleep until a producer pokes us. Publishing `parked` and then looking
+                    // for work, against a producer's push and then its look at `parked`, is
+                    // a Dekker pair: both sides sequentially consistent.
+                    _ = gc_word_exchange_seq_cst(parked, 1)
+                    if !(pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0) {
+                        while gc_word_load_seq_cst(parked) == 1 { _ = gc_futex_wait(parked, 1, -1) }
                     } else {
                         gc_word_store(parked, 0)
                     }
@@ -110,10 +114,10 @@ final class StarvationMonitor: @unchecked Sendable {
             }
             let missing = pool.activeCPUs - progressing
             if missing > 0 {
-                // Grow by at least half the stuck workers at a time: blocking work tends to
-                // come in bulk, and growing by a CPU's worth per round would take
+                // Grow by as many as are stuck (doubling): blocking work tends to come in
+                // bulk, and growing by a CPU's worth per round would take
                 // `threadLimit / activeCPUs` rounds to reach the limit.
-                let add = max(missing, stuck / 2)
+                let add = max(missing, stuck)
                 for _ in 0..<add where !pool.startWorker() { break }
             }
         }

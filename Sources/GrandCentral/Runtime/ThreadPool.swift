@@ -67,7 +67,7 @@ final class ThreadPool: @unchecked Sendable {
     /// fewer than `activeCPUs` run, or let the monitor judge.
     @inline(__always)
     func moreWorkQueued() {
-        if idle.load(ordering: .relaxed) > 0 {
+        if idle.load(ordering: .sequentiallyConsistent) > 0 {
             workAvailable()
         } else if threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed) < activeCPUs {
             workAvailableNoIdleWorker()
