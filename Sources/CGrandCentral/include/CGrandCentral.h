@@ -123,7 +123,8 @@ extern __thread gc_thread_t gc_thread_storage
 
 static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
 
-/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine).
+/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine). The
+/// entry's low bit says the thread holds the queue exclusively (its drain lock).
 static inline void gc_held_push(void *queue) {
     gc_thread_t *t = &gc_thread_storage;
     uint32_t depth = t->held_count;
@@ -153,6 +154,10 @@ extern char _dispatch_main_q[] __attribute__((weak));
 extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
 static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
 static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
+
+/// Arranges (once per thread) for the thread's continuation cache to be freed when the
+/// thread exits, so threads that come and go do not leak their caches.
+void gc_thread_register_cache_cleanup(void);
 
 // MARK: - Diagnostics
 

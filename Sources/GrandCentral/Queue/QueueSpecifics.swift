@@ -75,7 +75,7 @@ extension DispatchQueue {
     /// targets it (directly or through others).
     final func isCurrent() -> Bool {
         if role == .main && gc_thread_id() == getpidTid && HeldQueues.current == nil { return true }
-        return HeldQueues.contains { held in
+        return HeldQueues.contains { held, _ in
             var q: DispatchQueue? = held
             while let candidate = q {
                 if candidate === self { return true }

@@ -48,6 +48,7 @@ enum ContinuationCache {
 
     @inline(never)
     static func allocateSlow(_ thread: UnsafeMutablePointer<gc_thread_t>) -> Continuation {
+        gc_thread_register_cache_cleanup()
         if let batch = ContinuationDepot.shared.take() {
             thread.pointee.cache = batch.pointee.next
             thread.pointee.cache_count = limit - 1
@@ -71,6 +72,7 @@ enum ContinuationCache {
     /// The cache is full: hand it to the depot whole.
     @inline(never)
     static func recycleSlow(_ thread: UnsafeMutablePointer<gc_thread_t>) {
+        gc_thread_register_cache_cleanup()
         ContinuationDepot.shared.give(thread.pointee.cache!)
         thread.pointee.cache = nil
         thread.pointee.cache_count = 0
