@@ -31,7 +31,7 @@ enum MainQueueDriver {
     /// `dispatch_main`: never returns.
     static func run() -> Never {
         let queue = DispatchQueue.main
-        if gc_thread_id() != getpidTid {
+        if !isMainThread() {
             clientBug("dispatch_main", "called from a thread other than the main thread")
         }
         while true {

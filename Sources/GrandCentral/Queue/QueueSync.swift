@@ -164,7 +164,7 @@ extension DispatchQueue {
     /// function of a sync that had to wait runs on the drainer's thread and syncs back
     /// onto a queue the first thread holds.
     final func checkSyncDeadlock(barrier: Bool, caller: StaticString) {
-        let onMainThread = gc_thread_id() == getpidTid
+        let onMainThread = isMainThread()
         var queue: DispatchQueue? = self
         var first = true
         while let q = queue, q.role != .root {
@@ -181,5 +181,7 @@ extension DispatchQueue {
     }
 }
 
-/// The main thread's kernel id is the process id.
-let getpidTid: Int32 = Int32(getpid())
+/// The main thread's kernel id is the process id. Asked each time rather than cached, so
+/// the answer stays right in a forked child.
+@inline(__always)
+func isMainThread() -> Bool { gc_thread_id() == Int32(getpid()) }
