@@ -41,9 +41,9 @@ install: build
 
 test: install
 	$(call step,"swift build --build-tests")
-	swift build --build-tests
+	swift build --build-tests --disable-swift-testing
 	$(call step,"swift test (XCTest)")
-	swift test
+	swift test --disable-swift-testing
 	$(call step,"ctest (C tests)")
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 	$(call step,"header matrix")

@@ -15,6 +15,32 @@
 
 __thread gc_thread_t gc_thread_storage;
 
+static pthread_key_t gc_cache_key;
+static pthread_once_t gc_cache_key_once = PTHREAD_ONCE_INIT;
+
+static void gc_cache_cleanup(void *unused) {
+    (void)unused;
+    gc_continuation_t *node = gc_thread_storage.cache;
+    while (node) {
+        gc_continuation_t *next = node->next;
+        free(node);
+        node = next;
+    }
+    gc_thread_storage.cache = NULL;
+    gc_thread_storage.cache_count = 0;
+}
+
+static void gc_cache_key_create(void) { pthread_key_create(&gc_cache_key, gc_cache_cleanup); }
+
+#define GC_THREAD_FLAG_CACHE_CLEANUP 1u
+
+void gc_thread_register_cache_cleanup(void) {
+    if (gc_thread_storage.flags & GC_THREAD_FLAG_CACHE_CLEANUP) return;
+    gc_thread_storage.flags |= GC_THREAD_FLAG_CACHE_CLEANUP;
+    pthread_once(&gc_cache_key_once, gc_cache_key_create);
+    pthread_setspecific(gc_cache_key, (void *)1);
+}
+
 int gc_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
     struct timespec ts, *tsp = NULL;
     if (timeout_ns >= 0) {
@@ -106,6 +132,20 @@ bool gc_thread_is_runnable(int32_t tid) {
     if (!paren || paren[1] != ' ') return false;
     return paren[2] == 'R';
 }
+
+long gc_thread_blocked_syscall(int32_t tid) {
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    if (buf[0] < '0' || buf[0] > '9') return -1;  // "running"
+    return strtol(buf, NULL, 10);
+}
+
+long gc_futex_syscall_number(void) { return SYS_futex; }
 
 // Reads a cgroup CPU quota, in CPUs rounded up, or 0 when there is none.
 static int gc_cgroup_cpu_limit(void) {

@@ -39,6 +39,11 @@ int32_t gc_thread_id(void);
 /// True when the kernel reports thread `tid` of this process as running or runnable
 /// ('R' in /proc/self/task/<tid>/stat). Used by the starvation monitor only.
 bool gc_thread_is_runnable(int32_t tid);
+/// The system call thread `tid` is blocked in (/proc/self/task/<tid>/syscall), or -1 when
+/// it is running or the kernel does not say.
+long gc_thread_blocked_syscall(int32_t tid);
+/// SYS_futex on this architecture.
+long gc_futex_syscall_number(void);
 /// CPUs this process may use: the affinity mask, further limited by a cgroup v2/v1 CPU quota.
 int gc_active_cpu_count(void);
 /// CPUs online (logical) and an estimate of physical cores.
@@ -85,6 +90,9 @@ static inline void gc_cpu_relax(void) {
 static inline uint32_t gc_word_load(uint32_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
 static inline void gc_word_store(uint32_t *w, uint32_t v) { __atomic_store_n(w, v, __ATOMIC_RELEASE); }
 static inline uint32_t gc_word_add(uint32_t *w, uint32_t v) { return __atomic_fetch_add(w, v, __ATOMIC_ACQ_REL); }
+/// Sequentially consistent forms, for Dekker-style handshakes (store, then load the other side).
+static inline uint32_t gc_word_exchange_seq_cst(uint32_t *w, uint32_t v) { return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST); }
+static inline uint32_t gc_word_load_seq_cst(uint32_t *w) { return __atomic_load_n(w, __ATOMIC_SEQ_CST); }
 static inline bool gc_word_cas(uint32_t *w, uint32_t expected, uint32_t desired) {
     return __atomic_compare_exchange_n(w, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
@@ -115,7 +123,8 @@ extern __thread gc_thread_t gc_thread_storage
 
 static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
 
-/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine).
+/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine). The
+/// entry's low bit says the thread holds the queue exclusively (its drain lock).
 static inline void gc_held_push(void *queue) {
     gc_thread_t *t = &gc_thread_storage;
     uint32_t depth = t->held_count;
@@ -145,6 +154,10 @@ extern char _dispatch_main_q[] __attribute__((weak));
 extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
 static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
 static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
+
+/// Arranges (once per thread) for the thread's continuation cache to be freed when the
+/// thread exits, so threads that come and go do not leak their caches.
+void gc_thread_register_cache_cleanup(void);
 
 // MARK: - Diagnostics
 

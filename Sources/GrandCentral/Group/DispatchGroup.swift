@@ -4,17 +4,20 @@ import Synchronization
 /// A dispatch group: a count of unfinished work, waiters, and notifications to run when
 /// the count returns to zero.
 ///
-/// `state` packs the count with two flags so that an uncontended enter/leave pair is two
-/// atomic adds and nothing else:
+/// `state` packs the count with two flags and a generation:
 /// ```
-/// bits 0-31  count of entered, not yet left work
-/// bit 32     HAS_WAITERS: a thread sleeps (or is about to) in wait
-/// bit 33     HAS_NOTIFY: `notifications` is not empty
+/// bits 0-31   count of entered, not yet left work
+/// bit 32      HAS_WAITERS: a thread sleeps (or is about to) in wait
+/// bit 33      HAS_NOTIFY: `notifications` is not empty
+/// bits 34-63  generation: how many times the count has returned to zero with a flag set
 /// ```
-/// The leave that brings the count to zero with a flag set takes the slow path: it clears
-/// the flags, bumps `generation` (the futex word waiters sleep on) and wakes them, and
-/// submits the notifications. A waiter reads `generation` before it sets HAS_WAITERS, so a
-/// zero-transition between the two changes the word and its sleep returns at once.
+/// An uncontended enter/leave pair is one atomic add and one CAS. The leave that brings
+/// the count to zero with a flag set clears the flags and bumps the generation *in the same
+/// CAS*, then wakes the waiters (through `wakeups`, the futex word they sleep on) and
+/// submits the notifications registered under the generation it closed. A notification
+/// registered after that — the group re-entered meanwhile — carries the new generation and
+/// waits for the next return to zero. A waiter reads `wakeups` before it sets HAS_WAITERS,
+/// so a zero-transition between the two changes the word and its sleep returns at once.
 /// `notifications` is guarded by `notifyLock`.
 ///
 /// Lifetime: as in libdispatch, a group holds a reference to itself while its count is
@@ -22,23 +25,28 @@ import Synchronization
 /// it), so work in flight keeps it alive without a retain per item.
 public final class DispatchGroup: DispatchObject {
     let state = Atomic<UInt64>(0)
-    let generation: UnsafeMutablePointer<UInt32>
-    private var notifications: [(DispatchQueue, DispatchFunction, UnsafeMutableRawPointer?)] = []
+    let wakeups: UnsafeMutablePointer<UInt32>
+    private struct Notification {
+        let generation: UInt64
+        let queue: DispatchQueue
+        let function: DispatchFunction
+        let context: UnsafeMutableRawPointer?
+    }
+    private var notifications: [Notification] = []
     private let notifyLock = SpinLock()
 
     static let countMask: UInt64 = 0xFFFF_FFFF
     static let hasWaiters: UInt64 = 1 << 32
     static let hasNotify: UInt64 = 1 << 33
+    static let generationUnit: UInt64 = 1 << 34
 
     public init() {
-        generation = .allocate(capacity: 1)
-        generation.initialize(to: 0)
+        wakeups = .allocate(capacity: 1)
+        wakeups.initialize(to: 0)
         super.init(kind: .group)
     }
 
-    deinit {
-        generation.deallocate()
-    }
+    deinit { wakeups.deallocate() }
 
     /// `dispatch_group_enter`.
     @inline(__always)
@@ -56,28 +64,41 @@ public final class DispatchGroup: DispatchObject {
     @inline(__always)
     public func leave() {
         // releasing: the work's writes happen-before whoever observes the group empty.
-        let old = state.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
-        let count = old & Self.countMask
-        if count == 1 {
-            if old & (Self.hasWaiters | Self.hasNotify) != 0 { becameEmpty() }
-            Unmanaged.passUnretained(self).release()
-            return
+        var s = state.load(ordering: .relaxed)
+        while true {
+            let count = s & Self.countMask
+            if count == 0 { clientBug("dispatch_group_leave", "unbalanced call to dispatch_group_leave()") }
+            var desired = s - 1
+            let flags = s & (Self.hasWaiters | Self.hasNotify)
+            if count == 1 && flags != 0 {
+                desired = (desired & ~(Self.hasWaiters | Self.hasNotify)) &+ Self.generationUnit
+            }
+            let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
+            if done {
+                if count == 1 {
+                    if flags != 0 { becameEmpty(closing: s >> 34, flags: flags) }
+                    Unmanaged.passUnretained(self).release()
+                }
+                return
+            }
+            s = now
         }
-        if count == 0 { clientBug("dispatch_group_leave", "unbalanced call to dispatch_group_leave()") }
     }
 
     @inline(never)
-    private func becameEmpty() {
-        var pending: [(DispatchQueue, DispatchFunction, UnsafeMutableRawPointer?)] = []
-        notifyLock.withLock {
-            swap(&pending, &notifications)
-            state.bitwiseAnd(~(Self.hasWaiters | Self.hasNotify), ordering: .acquiringAndReleasing)
+    private func becameEmpty(closing generation: UInt64, flags: UInt64) {
+        if flags & Self.hasWaiters != 0 {
+            _ = gc_word_add(wakeups, 1)
+            gc_futex_wake(wakeups, Int32.max)
         }
-        _ = gc_word_add(generation, 1)
-        gc_futex_wake(generation, Int32.max)
-        for (queue, function, context) in pending {
-            queue.enqueue(function, context)
-            Unmanaged.passUnretained(queue).release()
+        if flags & Self.hasNotify == 0 { return }
+        var due: [Notification] = []
+        notifyLock.withLock {
+            due = notifications.filter { $0.generation <= generation }
+            notifications.removeAll { $0.generation <= generation }
+        }
+        for n in due {
+            n.queue.enqueue(n.function, n.context)
         }
     }
 
@@ -89,7 +110,7 @@ public final class DispatchGroup: DispatchObject {
         BlockingRegion.enter()
         defer { BlockingRegion.leave() }
         while true {
-            let seen = gc_word_load(generation)
+            let seen = gc_word_load(wakeups)
             var s = state.load(ordering: .sequentiallyConsistent)
             while true {
                 if s & Self.countMask == 0 { return true }
@@ -104,7 +125,7 @@ public final class DispatchGroup: DispatchObject {
                 remaining = timeoutNanoseconds - Int64(gc_uptime_ns() &- start)
                 if remaining <= 0 { return false }
             }
-            _ = gc_futex_wait(generation, seen, remaining)
+            _ = gc_futex_wait(wakeups, seen, remaining)
         }
     }
 
@@ -120,8 +141,7 @@ public final class DispatchGroup: DispatchObject {
                 if done { break }
                 s = now
             }
-            _ = Unmanaged.passUnretained(queue).retain()
-            notifications.append((queue, function, context))
+            notifications.append(Notification(generation: s >> 34, queue: queue, function: function, context: context))
             return false
         }
         if submitNow { queue.enqueue(function, context) }

@@ -60,6 +60,10 @@ final class ApplyState: @unchecked Sendable {
     }
 }
 
+private let applyParticipant: DispatchFunction = { context in
+    Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue().participate()
+}
+
 private let applyHelper: DispatchFunction = { context in
     let state = Unmanaged<ApplyState>.fromOpaque(context!).takeRetainedValue()
     state.participate()
@@ -71,7 +75,7 @@ extension DispatchQueue {
         if iterations <= 0 { return }
         let nested = gc_thread_self().pointee.apply != nil
         let cpus = ThreadPool.shared.activeCPUs
-        let parallel = !nested && iterations > 1 && cpus > 1 && (role == .root || (role == .concurrent && !isSerial))
+        let parallel = !nested && iterations > 1 && cpus > 1 && (role == .root || (usesWidth.load(ordering: .relaxed) && !isSerial))
         if !parallel {
             if role == .root || nested {
                 for i in 0..<iterations { work(context, i) }
@@ -88,9 +92,15 @@ extension DispatchQueue {
         for _ in 1..<width {
             enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
         }
-        HeldQueues.push(self)
-        state.participate()
-        HeldQueues.pop()
+        if role == .root {
+            HeldQueues.push(self, exclusive: false)
+            state.participate()
+            HeldQueues.pop()
+        } else {
+            // The caller's share is an item of the queue too: it takes a unit of width (or
+            // waits behind a barrier, or for a suspended queue to resume) like the helpers.
+            sync(applyParticipant, Unmanaged.passUnretained(state).toOpaque(), barrier: false, caller: "dispatch_apply")
+        }
         if gc_word_load(state.finished) == 0 {
             BlockingRegion.enter()
             while gc_word_load(state.finished) == 0 { _ = gc_futex_wait(state.finished, 0, -1) }

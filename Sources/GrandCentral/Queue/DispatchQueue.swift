@@ -34,8 +34,13 @@ public class DispatchQueue: DispatchObject {
     /// waiting for in-flight items, or any item when the width is used up). Written by the
     /// drain owner before it sets DRAIN_WAITING; read by whoever owns the drain next.
     let pendingHead = Atomic<UInt>(0)
-    /// How many items may run at once: 1 for serial queues.
+    /// How many items may run at once: 1 for serial queues. Changed only by a barrier
+    /// (`setWidth`), so it never changes with items in flight.
     let width: Atomic<UInt32>
+    /// The drain dispatches through `inFlight` (drainConcurrent) rather than running items
+    /// inline (drainSerial). Set for concurrent queues, and for good once a serial queue's
+    /// width is changed: a drain mode switch with items in flight would break exclusion.
+    let usesWidth: Atomic<Bool>
     /// The target queue, as an unmanaged retained reference (0 for root queues). Replaced
     /// targets are parked in `retiredTargets` until deinit, because another thread may be
     /// pushing onto the old one.
@@ -69,6 +74,7 @@ public class DispatchQueue: DispatchObject {
         var initial: UInt64 = 0
         if attributes.isInitiallyInactive { initial |= QueueState.inactive }
         self.state = Atomic(initial)
+        self.usesWidth = Atomic(role == .concurrent)
         switch role {
         case .serial, .main: self.width = Atomic(1)
         case .concurrent: self.width = Atomic(Self.maximumWidth)
@@ -184,9 +190,19 @@ public class DispatchQueue: DispatchObject {
             MainQueueDriver.wake()
             return
         }
-        if retain { _ = Unmanaged.passUnretained(self).retain() }
         let node = ContinuationCache.make(drainTrampoline, Unmanaged.passUnretained(self).toOpaque(), .drainQueue)
-        unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
+        if retain {
+            // The caller holds a reference to this queue, which holds its target.
+            _ = Unmanaged.passUnretained(self).retain()
+            unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
+        } else {
+            // The caller hands its reference on with the node: once pushed, the drain may
+            // run and this queue (and its hold on the target) go away mid-push. Hold the
+            // target across the push.
+            let target = unmanagedTarget!.retain()
+            target._withUnsafeGuaranteedRef { $0.push(node) }
+            target.release()
+        }
     }
 }
 

@@ -31,7 +31,7 @@ enum MainQueueDriver {
     /// `dispatch_main`: never returns.
     static func run() -> Never {
         let queue = DispatchQueue.main
-        if gc_thread_id() != getpidTid {
+        if !isMainThread() {
             clientBug("dispatch_main", "called from a thread other than the main thread")
         }
         while true {
@@ -47,7 +47,7 @@ enum MainQueueDriver {
     /// Drains the main queue on the main thread. Its ENQUEUED bit was set by a wakeup,
     /// which makes this thread the drain owner.
     static func drainMain(_ queue: DispatchQueue) {
-        HeldQueues.push(queue)
+        HeldQueues.push(queue, exclusive: true)
         while true {
             while !QueueState(queue.state.load(ordering: .relaxed)).isSuspended, let node = queue.items.pop() {
                 runContinuation(node)

@@ -13,11 +13,11 @@ let drainBudget = 1024
 extension DispatchQueue {
     /// Entered through a scheduled drain node; owns ENQUEUED and one ARC retain.
     final func drain() {
-        if width.load(ordering: .relaxed) == 1 { drainSerial() } else { drainConcurrent() }
+        if usesWidth.load(ordering: .acquiring) { drainConcurrent() } else { drainSerial() }
     }
 
     final func drainSerial() {
-        HeldQueues.push(self)
+        HeldQueues.push(self, exclusive: true)
         var budget = drainBudget
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = items.pop() {
@@ -41,7 +41,7 @@ extension DispatchQueue {
     }
 
     final func drainConcurrent() {
-        HeldQueues.push(self)
+        HeldQueues.push(self, exclusive: true)
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended {
                 let stashed = pendingHead.load(ordering: .acquiring)
@@ -80,7 +80,9 @@ extension DispatchQueue {
     /// racing with us either is seen here or sees the bit.
     @inline(__always)
     final func reserveWidth(barrier: Bool) -> Bool {
-        var s = state.load(ordering: .relaxed)
+        // acquiring: a barrier admitted without a CAS must see the writes of the items
+        // whose completions (releasing CASes in releaseWidth) brought inFlight to zero.
+        var s = state.load(ordering: .acquiring)
         let limit = UInt64(width.load(ordering: .relaxed))
         while true {
             let q = QueueState(s)
@@ -192,7 +194,7 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
     if flags.contains(.redirected) {
         // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
-        ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0) }
+        ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0, exclusive: false) }
         function(context)
         HeldQueues.pop()
         ownerQueue._withUnsafeGuaranteedRef { $0.releaseWidth() }
@@ -212,27 +214,40 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
 /// holding for a sync), innermost last: what `dispatch_get_current_queue`,
 /// `dispatch_get_specific` and `dispatch_assert_queue` consult, and how a `dispatch_sync`
 /// that would deadlock is caught. Lives in the thread's `gc_thread_t`; only that thread
-/// touches it. References are unretained: a queue is alive while a thread is inside it.
+/// touches it. Entries are unretained queue pointers (a queue is alive while a thread is
+/// inside it) whose low bit is set when the thread holds the queue exclusively: its drain
+/// lock (a serial queue's drain, a concurrent queue's dispatcher or barrier, an exclusive
+/// sync), as opposed to one unit of a concurrent queue's width.
 enum HeldQueues {
     @inline(__always)
-    static func push(_ queue: DispatchQueue) {
-        gc_held_push(Unmanaged.passUnretained(queue).toOpaque())
+    static func push(_ queue: DispatchQueue, exclusive: Bool) {
+        let raw = UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque()) | (exclusive ? 1 : 0)
+        gc_held_push(UnsafeMutableRawPointer(bitPattern: raw))
     }
 
     @inline(__always)
     static func pop() { gc_held_pop() }
 
+    @inline(__always)
+    private static func decode(_ raw: UnsafeMutableRawPointer) -> (DispatchQueue, Bool) {
+        let bits = UInt(bitPattern: raw)
+        let queue = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits & ~1)!).takeUnretainedValue()
+        return (queue, bits & 1 != 0)
+    }
+
     /// The innermost queue, or nil outside any queue.
     static var current: DispatchQueue? {
         guard let top = gc_held_top() else { return nil }
-        return Unmanaged<DispatchQueue>.fromOpaque(top).takeUnretainedValue()
+        return decode(top).0
     }
 
-    /// Calls `body` for every held queue, innermost first; stops when it returns true.
-    static func contains(where body: (DispatchQueue) -> Bool) -> Bool {
+    /// Calls `body` for every held queue (and whether it is held exclusively), innermost
+    /// first; stops when it returns true.
+    static func contains(where body: (DispatchQueue, Bool) -> Bool) -> Bool {
         var i = Int(gc_held_depth()) - 1
         while i >= 0 {
-            if body(Unmanaged<DispatchQueue>.fromOpaque(gc_held_at(UInt32(i))!).takeUnretainedValue()) { return true }
+            let (queue, exclusive) = decode(gc_held_at(UInt32(i))!)
+            if body(queue, exclusive) { return true }
             i -= 1
         }
         return false

@@ -70,7 +70,11 @@ extension DispatchQueue {
         default: resolved = requested
         }
         let w = UInt32(min(max(resolved, 1), Int(DispatchQueue.maximumWidth)))
-        width.store(w, ordering: .releasing)
+        // As in libdispatch, the change is a barrier: it takes effect when nothing
+        // submitted before it is running, so a drain never sees the width change under
+        // items in flight.
+        usesWidth.store(true, ordering: .releasing)
+        enqueue(setWidthTrampoline, UnsafeMutableRawPointer(bitPattern: UInt(w)), .barrier)
     }
 
     final func checkReleasable() {
@@ -93,4 +97,10 @@ extension DispatchQueue {
             + "suspend count = \(s.suspendCount), inactive = \(s.isInactive), in flight = \(s.inFlight), "
             + "enqueued = \(s.isEnqueued), target = \"\(target)\""
     }
+}
+
+/// Runs as a barrier on the queue whose width changes (the current queue).
+private let setWidthTrampoline: DispatchFunction = { context in
+    let w = UInt32(UInt(bitPattern: context))
+    HeldQueues.current!.width.store(w, ordering: .releasing)
 }

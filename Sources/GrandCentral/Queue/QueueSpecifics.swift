@@ -66,7 +66,7 @@ extension DispatchQueue {
     /// outside any queue, the main queue; otherwise the default root queue.
     static var currentQueue: DispatchQueue? {
         if let held = HeldQueues.current { return held }
-        if gc_thread_id() == getpidTid { return DispatchQueue.main }
+        if isMainThread() { return DispatchQueue.main }
         if let worker = gc_thread_self().pointee.worker { _ = worker; return RootQueues.defaultQueue }
         return nil
     }
@@ -74,8 +74,8 @@ extension DispatchQueue {
     /// `dispatch_assert_queue`: true when the caller runs on this queue or on a queue that
     /// targets it (directly or through others).
     final func isCurrent() -> Bool {
-        if role == .main && gc_thread_id() == getpidTid && HeldQueues.current == nil { return true }
-        return HeldQueues.contains { held in
+        if role == .main && isMainThread() && HeldQueues.current == nil { return true }
+        return HeldQueues.contains { held, _ in
             var q: DispatchQueue? = held
             while let candidate = q {
                 if candidate === self { return true }

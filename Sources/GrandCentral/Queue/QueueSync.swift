@@ -83,7 +83,7 @@ extension DispatchQueue {
         if role == .root {
             // A root queue has no drain to take: run inline, as libdispatch does, with the
             // root queue as the current queue.
-            HeldQueues.push(self)
+            HeldQueues.push(self, exclusive: false)
             function(context)
             HeldQueues.pop()
             return
@@ -93,7 +93,7 @@ extension DispatchQueue {
             if target._withUnsafeGuaranteedRef({ $0.role == .root }) {
                 // The common case: one queue above a root queue.
                 if trySyncAcquire(exclusive: exclusive) {
-                    HeldQueues.push(self)
+                    HeldQueues.push(self, exclusive: exclusive)
                     function(context)
                     HeldQueues.pop()
                     syncRelease(exclusive: exclusive)
@@ -126,7 +126,7 @@ extension DispatchQueue {
             for (held, mode) in chain.reversed() { held.syncRelease(exclusive: mode) }
             return false
         }
-        for (held, _) in chain.reversed() { HeldQueues.push(held) }
+        for (held, mode) in chain.reversed() { HeldQueues.push(held, exclusive: mode) }
         function(context)
         for _ in chain { HeldQueues.pop() }
         for (held, mode) in chain { held.syncRelease(exclusive: mode) }
@@ -154,17 +154,25 @@ extension DispatchQueue {
         }
     }
 
-    /// A sync that must wait for a queue this thread is itself draining (or holds) would
-    /// wait forever: report it, as libdispatch does.
+    /// A sync that must wait for a queue this thread is itself inside of would wait
+    /// forever: report it, as libdispatch does. Along the target chain: a queue the sync
+    /// needs exclusively (serial, or the barrier's own queue) must not be held by this
+    /// thread at all; one it needs a unit of width of must not be held exclusively (a
+    /// barrier or the drain of that queue). The main queue belongs to the main thread.
+    ///
+    /// Not caught (libdispatch does not either): a cycle through another thread, where the
+    /// function of a sync that had to wait runs on the drainer's thread and syncs back
+    /// onto a queue the first thread holds.
     final func checkSyncDeadlock(barrier: Bool, caller: StaticString) {
-        if role == .main && gc_thread_id() == getpidTid {
-            clientBug(caller, "dispatch_sync called on the main queue from the main thread (deadlock)")
-        }
+        let onMainThread = isMainThread()
         var queue: DispatchQueue? = self
         var first = true
         while let q = queue, q.role != .root {
+            if q.role == .main && onMainThread {
+                clientBug(caller, "dispatch_sync onto the main queue (or a queue targeting it) from the main thread (deadlock)")
+            }
             let exclusive = first ? (barrier || q.isSerial) : q.isSerial
-            if exclusive && HeldQueues.contains(where: { $0 === q }) {
+            if HeldQueues.contains(where: { held, heldExclusively in held === q && (exclusive || heldExclusively) }) {
                 clientBug(caller, "dispatch_sync called on a queue already owned by the current thread (deadlock)")
             }
             first = false
@@ -173,5 +181,7 @@ extension DispatchQueue {
     }
 }
 
-/// The main thread's kernel id is the process id.
-let getpidTid: Int32 = Int32(getpid())
+/// The main thread's kernel id is the process id. Asked each time rather than cached, so
+/// the answer stays right in a forked child.
+@inline(__always)
+func isMainThread() -> Bool { gc_thread_id() == Int32(getpid()) }

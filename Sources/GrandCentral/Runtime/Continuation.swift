@@ -24,11 +24,16 @@ struct ContinuationFlags: OptionSet {
 }
 
 /// The per-thread continuation cache. A thread takes nodes from its own cache and returns
-/// nodes it ran to its own cache, so a producer/consumer pair recycles through malloc only
-/// when the consumer's cache overflows. Only the owning thread touches its cache
+/// nodes it ran to its own cache. Only the owning thread touches its cache
 /// (`gc_thread_t.cache`, CGrandCentral.h).
+///
+/// Work usually flows one way — a producer thread allocates, a worker frees — so the
+/// caches alone would send every node through malloc on one side and free on the other.
+/// A full cache therefore hands its nodes to the `ContinuationDepot` as one batch, and an
+/// empty cache takes a batch from there before it calls malloc: nodes circulate between
+/// threads in batches of `limit`, one lock round trip per batch.
 enum ContinuationCache {
-    static let limit: UInt32 = 1024
+    static let limit: UInt32 = 256
 
     @inline(__always)
     static func allocate() -> Continuation {
@@ -38,11 +43,17 @@ enum ContinuationCache {
             thread.pointee.cache_count &-= 1
             return node
         }
-        return allocateSlow()
+        return allocateSlow(thread)
     }
 
     @inline(never)
-    static func allocateSlow() -> Continuation {
+    static func allocateSlow(_ thread: UnsafeMutablePointer<gc_thread_t>) -> Continuation {
+        gc_thread_register_cache_cleanup()
+        if let batch = ContinuationDepot.shared.take() {
+            thread.pointee.cache = batch.pointee.next
+            thread.pointee.cache_count = limit - 1
+            return batch
+        }
         guard let raw = malloc(MemoryLayout<gc_continuation_t>.size) else {
             fatalError("GrandCentral: out of memory allocating a continuation")
         }
@@ -52,13 +63,19 @@ enum ContinuationCache {
     @inline(__always)
     static func recycle(_ node: Continuation) {
         let thread = gc_thread_self()!
-        if thread.pointee.cache_count < limit {
-            node.pointee.next = thread.pointee.cache
-            thread.pointee.cache = node
-            thread.pointee.cache_count &+= 1
-        } else {
-            free(node)
-        }
+        if thread.pointee.cache_count >= limit { recycleSlow(thread) }
+        node.pointee.next = thread.pointee.cache
+        thread.pointee.cache = node
+        thread.pointee.cache_count &+= 1
+    }
+
+    /// The cache is full: hand it to the depot whole.
+    @inline(never)
+    static func recycleSlow(_ thread: UnsafeMutablePointer<gc_thread_t>) {
+        gc_thread_register_cache_cleanup()
+        ContinuationDepot.shared.give(thread.pointee.cache!)
+        thread.pointee.cache = nil
+        thread.pointee.cache_count = 0
     }
 
     /// Makes a node for `function(context)`.
@@ -75,6 +92,45 @@ enum ContinuationCache {
         node.pointee.waiter = nil
         node.pointee.priority = 0
         return node
+    }
+}
+
+/// Full batches of `ContinuationCache.limit` free continuations, shared by all threads.
+/// A batch is a chain through `next`; batches are chained through their first node's
+/// `waiter` field. Guarded by `lock`. At most `maximumBatches` are kept; beyond that a
+/// batch goes back to malloc.
+final class ContinuationDepot: @unchecked Sendable {
+    static let shared = ContinuationDepot()
+    static let maximumBatches = 64
+
+    private let lock = SpinLock()
+    private var batches: Continuation?
+    private var count = 0
+
+    func give(_ batch: Continuation) {
+        let kept: Bool = lock.withLock {
+            if count >= Self.maximumBatches { return false }
+            batch.pointee.waiter = UnsafeMutableRawPointer(batches)
+            batches = batch
+            count += 1
+            return true
+        }
+        if !kept {
+            var node: Continuation? = batch
+            while let n = node {
+                node = n.pointee.next
+                free(n)
+            }
+        }
+    }
+
+    func take() -> Continuation? {
+        lock.withLock {
+            guard let batch = batches else { return nil }
+            batches = batch.pointee.waiter?.assumingMemoryBound(to: gc_continuation_t.self)
+            count -= 1
+            return batch
+        }
     }
 }
 

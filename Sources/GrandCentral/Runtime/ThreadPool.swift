@@ -20,7 +20,6 @@ import Synchronization
 ///   its own (found work on its re-check, or timed out) takes its unit back the same way, and
 ///   if it cannot (a producer took it) it consumes the signal that is on its way.
 /// - `blocked`: workers inside a BlockingRegion.
-/// - `completed`: items run, for the monitor's progress check.
 final class ThreadPool: @unchecked Sendable {
     static let shared = ThreadPool()
 
@@ -31,7 +30,6 @@ final class ThreadPool: @unchecked Sendable {
     let threads = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
-    let completed = Atomic<UInt64>(0)
     let idleSemaphore = FutexSemaphore(value: 0)
 
     /// Live workers, for the monitor. Guarded by `workersLock`.
@@ -69,7 +67,7 @@ final class ThreadPool: @unchecked Sendable {
     /// fewer than `activeCPUs` run, or let the monitor judge.
     @inline(__always)
     func moreWorkQueued() {
-        if idle.load(ordering: .relaxed) > 0 {
+        if idle.load(ordering: .sequentiallyConsistent) > 0 {
             workAvailable()
         } else if threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed) < activeCPUs {
             workAvailableNoIdleWorker()
@@ -145,11 +143,15 @@ final class ThreadPool: @unchecked Sendable {
     }
 }
 
-/// One pool thread. `busy` and `tid` are read by the monitor.
+/// One pool thread. `busy`, `itemsRun` and `tid` are written by the worker and read by the
+/// monitor; `itemsSeenByMonitor` and `stuckTicks` belong to the monitor alone.
 final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
+    let itemsRun = Atomic<UInt64>(0)
     let tid = Atomic<Int32>(0)
+    var itemsSeenByMonitor: UInt64 = 0
+    var stuckTicks = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     func run() {
@@ -164,7 +166,8 @@ final class Worker: @unchecked Sendable {
                 // only wake a worker on a root queue's empty → non-empty transition).
                 if pool.hasWork() { pool.moreWorkQueued() }
                 runContinuation(node)
-                pool.completed.wrappingAdd(1, ordering: .relaxed)
+                // Only this thread writes it; the monitor reads it.
+                itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
                 continue
             }
             busy.store(false, ordering: .relaxed)

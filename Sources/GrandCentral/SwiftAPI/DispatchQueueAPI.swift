@@ -45,16 +45,7 @@ extension DispatchQueue {
 
     public func async(group: DispatchGroup? = nil, qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [],
                       execute work: @escaping @Sendable () -> Void) {
-        let context = ClosureBox.retainedContext(work)
-        let cflags: ContinuationFlags = flags.contains(.barrier) ? .barrier : []
-        if let group {
-            group.enter()
-            let node = ContinuationCache.make(closureBoxTrampoline, context, cflags.union(.groupMember))
-            node.pointee.group = Unmanaged.passUnretained(group).toOpaque()
-            push(node)
-        } else {
-            enqueue(closureBoxTrampoline, context, cflags)
-        }
+        submit(closureBoxTrampoline, ClosureBox.retainedContext(work), group: group, barrier: flags.contains(.barrier))
     }
 
     public func async(execute workItem: DispatchWorkItem) {
@@ -62,15 +53,21 @@ extension DispatchQueue {
     }
 
     public func async(group: DispatchGroup?, execute workItem: DispatchWorkItem) {
-        let context = Unmanaged.passRetained(workItem).toOpaque()
-        let cflags: ContinuationFlags = workItem.flags.contains(.barrier) ? .barrier : []
+        submit(workItemTrampoline, Unmanaged.passRetained(workItem).toOpaque(), group: group,
+               barrier: workItem.flags.contains(.barrier))
+    }
+
+    /// Enqueues `function(context)`, as a member of `group` if there is one.
+    private func submit(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer,
+                        group: DispatchGroup?, barrier: Bool) {
+        let flags: ContinuationFlags = barrier ? .barrier : []
         if let group {
             group.enter()
-            let node = ContinuationCache.make(workItemTrampoline, context, cflags.union(.groupMember))
+            let node = ContinuationCache.make(function, context, flags.union(.groupMember))
             node.pointee.group = Unmanaged.passUnretained(group).toOpaque()
             push(node)
         } else {
-            enqueue(workItemTrampoline, context, cflags)
+            enqueue(function, context, flags)
         }
     }
 
