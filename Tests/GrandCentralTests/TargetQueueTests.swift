@@ -195,6 +195,28 @@ final class TargetQueueTests: XCTestCase {
         }
     }
 
+    /// An item of a concurrent queue that targets another concurrent queue runs "on" both, so
+    /// the current queue's specific values come from the whole chain, nearest first. (Checked
+    /// through getSpecific rather than dispatchPrecondition, which would abort the whole test
+    /// run on failure.)
+    func testConcurrentChainIsVisibleFromItsItems() {
+        let parent = DispatchQueue(label: "test.target.cchain.parent", attributes: .concurrent)
+        let child = DispatchQueue(label: "test.target.cchain.child", attributes: .concurrent, target: parent)
+        let key = DispatchSpecificKey<String>()
+        let parentKey = DispatchSpecificKey<String>()
+        child.setSpecific(key: key, value: "child")
+        parent.setSpecific(key: key, value: "parent")
+        parent.setSpecific(key: parentKey, value: "parent")
+        let seen = Recorder<[String?]>()
+        for _ in 0..<10 {
+            child.async {
+                seen.append([DispatchQueue.getSpecific(key: key), DispatchQueue.getSpecific(key: parentKey)])
+            }
+        }
+        XCTAssertTrue(eventually { seen.count == 10 })
+        XCTAssertTrue(seen.values.allSatisfy { $0 == ["child", "parent"] }, "\(seen.values)")
+    }
+
     func testQueueTargetingAGlobalQueueRuns() {
         let queue = DispatchQueue(label: "test.target.global", target: .global(qos: .utility))
         let log = Recorder<Int>()
