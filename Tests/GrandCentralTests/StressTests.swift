@@ -86,31 +86,26 @@ final class StressTests: XCTestCase {
         }
         let hubs = serialHubs + concurrentHubs + nestedHubs
 
-        var leaves: [DispatchQueue] = []
-        var ledgers: [LeafLedger] = []
-        for i in 0..<leafCount {
+        let leaves: [(queue: DispatchQueue, ledger: LeafLedger)] = (0..<leafCount).map { i in
             let hub = hubs[(i / 4) % hubs.count]
             let label = "stress.leaf\(i)"
             switch i % 4 {
             case 0:
-                leaves.append(DispatchQueue(label: label))
-                ledgers.append(LeafLedger(kind: .serial, shape: "serial"))
+                return (DispatchQueue(label: label), LeafLedger(kind: .serial, shape: "serial"))
             case 1:
-                leaves.append(DispatchQueue(label: label, target: hub))
-                ledgers.append(LeafLedger(kind: .serial, shape: "serial -> \(hub.label)"))
+                return (DispatchQueue(label: label, target: hub),
+                        LeafLedger(kind: .serial, shape: "serial -> \(hub.label)"))
             case 2:
-                leaves.append(DispatchQueue(label: label, attributes: .concurrent))
-                ledgers.append(LeafLedger(kind: .concurrent, shape: "concurrent"))
+                return (DispatchQueue(label: label, attributes: .concurrent),
+                        LeafLedger(kind: .concurrent, shape: "concurrent"))
             default:
-                leaves.append(DispatchQueue(label: label, attributes: .concurrent, target: hub))
-                ledgers.append(LeafLedger(kind: .concurrent, shape: "concurrent -> \(hub.label)"))
+                return (DispatchQueue(label: label, attributes: .concurrent, target: hub),
+                        LeafLedger(kind: .concurrent, shape: "concurrent -> \(hub.label)"))
             }
         }
 
         let ran = IndexCounts(count: producers * itemsPerProducer)
         let report = StressReport()
-        let leavesCopy = leaves
-        let ledgersCopy = ledgers
 
         let threads = (0..<producers).map { producer in
             TestThread {
@@ -119,8 +114,7 @@ final class StressTests: XCTestCase {
                     let id = producer * itemsPerProducer + k
                     // A stride coprime with the leaf count spreads consecutive items.
                     let leafIndex = (k &* 7 &+ producer &* 13) % leafCount
-                    let queue = leavesCopy[leafIndex]
-                    let ledger = ledgersCopy[leafIndex]
+                    let (queue, ledger) = leaves[leafIndex]
                     let seq = sequence[leafIndex]
                     sequence[leafIndex] += 1
                     ledger.submitted.increment()
@@ -156,7 +150,9 @@ final class StressTests: XCTestCase {
         let allRan = waitForCount(report.completed, toReach: total)
         XCTAssertTrue(allRan, "stalled: only \(report.completed.value) of \(total) items ran")
         if !allRan {
-            let stalled = ledgers.enumerated().filter { $0.element.completed.value != $0.element.submitted.value }
+            let stalled = leaves.map(\.ledger).enumerated().filter {
+                $0.element.completed.value != $0.element.submitted.value
+            }
             let shapes = Dictionary(grouping: stalled, by: { $0.element.shape }).mapValues(\.count)
             XCTFail("\(stalled.count) leaf queues still have pending items, by shape: \(shapes)")
             for (index, ledger) in stalled.prefix(5) {
@@ -170,7 +166,6 @@ final class StressTests: XCTestCase {
         XCTAssertEqual(report.fifoViolations.value, 0, "serial queues broke a producer's order")
         XCTAssertEqual(report.exclusionViolations.value, 0, "an item ran beside another on a serial queue, or beside a barrier")
         XCTAssertEqual(report.barrierEarlyOrLate.value, 0, "a barrier did not run after exactly the items before it")
-        _ = hubs
     }
 
     private static func runSerialItem(_ ledger: LeafLedger, producer: Int, sequence: Int, report: StressReport) {
