@@ -7,6 +7,7 @@
 #                  and the consumer checks (examples via pkg-config and CMake, linkage)
 #   make demo      install, build and run every example, then the benchmark
 #   make bench     install, then bench/run.sh (BENCH_ARGS=--quick for a faster pass)
+#   make sanitize  swift test under TSan and ASan, C tests against an ASan build
 #   make clean     remove build output (build/, prefix/, .build/, bench/out/)
 
 PREFIX     ?= $(CURDIR)/prefix
@@ -20,7 +21,7 @@ SHELL       := /bin/bash
 run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS)
 step = @printf '\n==> %s\n' $(1)
 
-.PHONY: all deps build install test demo bench clean help
+.PHONY: all deps build install test demo bench sanitize clean help
 all: build
 
 help:
@@ -55,6 +56,10 @@ test: install
 	$(call step,"consumer checks (pkg-config, CMake find_package, linkage)")
 	scripts/examples.sh check "$(PREFIX)"
 	$(call step,"make test: everything passed")
+
+# TSan and ASan over the XCTest suite, and the C tests against an ASan build.
+sanitize: deps
+	scripts/sanitizers.sh
 
 demo: install
 	$(call step,"examples (built with pkg-config against $(PREFIX))")

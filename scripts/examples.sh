@@ -48,6 +48,14 @@ cmake -S "$root/examples/cmake-consumer" -B "$out/cmake-consumer" -G Ninja \
 cmake --build "$out/cmake-consumer" >>"$out/cmake-consumer.log" 2>&1 \
     || { cat "$out/cmake-consumer.log" >&2; die "examples/cmake-consumer did not build"; }
 
+# A Swift package that depends on GrandCentral by path and uses it like Swift's Dispatch
+# (SwiftPM builds the module into the program; there is no C ABI and no .so involved).
+swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
+    -c release >"$out/swift-consumer.log" 2>&1 \
+    || { cat "$out/swift-consumer.log" >&2; die "examples/swift-consumer did not build"; }
+swift_consumer=$(swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
+    -c release --show-bin-path)/SwiftConsumer
+
 # --- run -----------------------------------------------------------------------------
 programs=(
     "pipeline_f|$out/pipeline_f|plain C with gcc and the _f API: a serial isolation queue guarding shared state, a group fanning work out over the global queue, dispatch_apply_f, dispatch_after_f, and dispatch_main()"
@@ -62,6 +70,11 @@ for entry in "${programs[@]}"; do
     fi
     timeout 60 "$path" || die "$name exited with status $?"
 done
+if [ "$mode" = run ]; then
+    echo
+    echo "== swift-consumer: a Swift package that imports GrandCentral instead of Dispatch"
+fi
+timeout 60 "$swift_consumer" || die "swift-consumer exited with status $?"
 
 [ "$mode" = run ] && exit 0
 
@@ -85,5 +98,5 @@ for entry in "${programs[@]}"; do
     blocks=$(grep -c 'libBlocksRuntime' <<<"$deps" || true)
     [ "$blocks" = 1 ] || die "$name loads $blocks copies of libBlocksRuntime (want exactly one):"$'\n'"$deps"
 done
-echo "examples: pipeline_f (gcc), pipeline_blocks (clang -fblocks) and cmake-consumer built against $prefix and ran;"
+echo "examples: pipeline_f (gcc), pipeline_blocks (clang -fblocks), cmake-consumer and swift-consumer built against $prefix and ran;"
 echo "examples: libgrandcentral.so needs no libdispatch/libswift_Concurrency/libFoundation; each program loads one libBlocksRuntime"

@@ -110,9 +110,15 @@ extension DispatchQueue {
     /// while `inFlight` is non-zero (taken on 0 → 1, dropped on 1 → 0).
     @inline(__always)
     final func redirect(_ node: Continuation) {
-        node.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-        node.pointee.flags |= ContinuationFlags.redirected.rawValue
-        unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
+        var carrier = node
+        if node.pointee.flags & ContinuationFlags.redirected.rawValue != 0 {
+            // Already holding width on an inner concurrent queue (one that targets us):
+            // wrap it, so both units come back, innermost first.
+            carrier = ContinuationCache.make(runRedirectedNode, UnsafeMutableRawPointer(node), [])
+        }
+        carrier.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        carrier.pointee.flags |= ContinuationFlags.redirected.rawValue
+        unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(carrier) }
     }
 
     /// A unit of width comes back (a redirected item or an inline sync finished). If the
@@ -168,6 +174,11 @@ extension DispatchQueue {
             s = now
         }
     }
+}
+
+/// Runs a continuation wrapped by `redirect` (its `context`).
+let runRedirectedNode: DispatchFunction = { context in
+    runContinuation(context!.assumingMemoryBound(to: gc_continuation_t.self))
 }
 
 /// Runs one continuation on the current thread.

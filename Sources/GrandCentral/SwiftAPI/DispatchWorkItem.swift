@@ -21,6 +21,11 @@ public final class DispatchWorkItem: @unchecked Sendable {
         completion.enter()
     }
 
+    /// An item that goes away without having run completes then (as a released
+    /// `dispatch_block_create` block does in libdispatch): its notifications run and its
+    /// completion group is balanced, so nothing leaks.
+    deinit { finish() }
+
     /// Runs the item on the current thread (unless it was cancelled before it started).
     public func perform() {
         if state.load(ordering: .acquiring) & 1 == 0 { body() }
