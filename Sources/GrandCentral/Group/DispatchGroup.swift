@@ -23,7 +23,7 @@ import Synchronization
 /// Lifetime: as in libdispatch, a group holds a reference to itself while its count is
 /// non-zero (taken by the enter that leaves zero, dropped by the leave that returns to
 /// it), so work in flight keeps it alive without a retain per item.
-public final class DispatchGroup: DispatchObject {
+public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     let state = Atomic<UInt64>(0)
     let wakeups: UnsafeMutablePointer<UInt32>
     private struct Notification {

@@ -14,7 +14,7 @@ import Synchronization
 /// - `state`, `items`, `pendingHead`, `width`, `targetBits`: atomics, any thread.
 /// - `labelPointer`, `qosLevel`, `role`, `rootIndex`: immutable after init.
 /// - `specifics`: guarded by `specificsLock`.
-public class DispatchQueue: DispatchObject {
+public class DispatchQueue: DispatchObject, @unchecked Sendable {
     /// What drains this queue and where its work goes.
     enum Role: UInt8 {
         /// An ordinary queue with width 1, or more after `dispatch_queue_set_width`.

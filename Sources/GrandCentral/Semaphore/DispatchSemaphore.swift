@@ -3,7 +3,7 @@ import CGrandCentral
 /// A counting semaphore (`dispatch_semaphore_t`), on `FutexSemaphore`. Disposing of one
 /// whose value is below the value it was created with means someone still waits, or a
 /// wait was never balanced: libdispatch crashes, and so do we.
-public final class DispatchSemaphore: DispatchObject {
+public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
     let semaphore: FutexSemaphore
     let initialValue: Int
 
