@@ -10,28 +10,29 @@ func object(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unm
     return objectFromHandle(handle)
 }
 
+/// A handle that must be an object of `kind`; NULL or another kind is a client bug.
+@inline(__always)
+func typedObject<T: DispatchObject>(_ handle: UnsafeMutableRawPointer?, _ kind: ObjectKind, _ function: StaticString,
+                                    ifNull: StaticString, ifWrongKind: StaticString) -> Unmanaged<T> {
+    guard let handle else { clientBug(function, ifNull) }
+    let o = objectFromHandle(handle)
+    if o._withUnsafeGuaranteedRef({ $0.kind }) != kind { clientBug(function, ifWrongKind) }
+    return unsafeBitCast(o, to: Unmanaged<T>.self)
+}
+
 @inline(__always)
 func queue(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchQueue> {
-    guard let handle else { clientBug(function, "queue is NULL") }
-    let o = objectFromHandle(handle)
-    if o._withUnsafeGuaranteedRef({ $0.kind }) != .queue { clientBug(function, "object is not a queue") }
-    return unsafeBitCast(o, to: Unmanaged<DispatchQueue>.self)
+    typedObject(handle, .queue, function, ifNull: "queue is NULL", ifWrongKind: "object is not a queue")
 }
 
 @inline(__always)
 func group(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchGroup> {
-    guard let handle else { clientBug(function, "group is NULL") }
-    let o = Unmanaged<DispatchObject>.fromOpaque(handle)
-    if o._withUnsafeGuaranteedRef({ $0.kind }) != .group { clientBug(function, "object is not a group") }
-    return unsafeBitCast(o, to: Unmanaged<DispatchGroup>.self)
+    typedObject(handle, .group, function, ifNull: "group is NULL", ifWrongKind: "object is not a group")
 }
 
 @inline(__always)
 func semaphore(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchSemaphore> {
-    guard let handle else { clientBug(function, "semaphore is NULL") }
-    let o = Unmanaged<DispatchObject>.fromOpaque(handle)
-    if o._withUnsafeGuaranteedRef({ $0.kind }) != .semaphore { clientBug(function, "object is not a semaphore") }
-    return unsafeBitCast(o, to: Unmanaged<DispatchSemaphore>.self)
+    typedObject(handle, .semaphore, function, ifNull: "semaphore is NULL", ifWrongKind: "object is not a semaphore")
 }
 
 @inline(__always)

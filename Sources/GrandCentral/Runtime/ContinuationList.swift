@@ -35,16 +35,7 @@ struct ContinuationList: ~Copyable {
     /// the queue up).
     @inline(__always)
     func push(_ node: Continuation) -> Bool {
-        node.pointee.next = nil
-        // sequentiallyConsistent: a producer's exchange must be ordered before its read of
-        // the queue state, against a drainer's state store then emptiness check (Dekker).
-        let previous = tail.exchange(UInt(bitPattern: node), ordering: .sequentiallyConsistent)
-        if previous == 0 {
-            head.store(UInt(bitPattern: node), ordering: .releasing)
-            return true
-        }
-        gc_continuation_store_next(Continuation(bitPattern: previous)!, node)
-        return false
+        push(first: node, last: node)
     }
 
     /// Appends the chain `first … last` (already linked through `next`); returns true when
@@ -52,6 +43,8 @@ struct ContinuationList: ~Copyable {
     @inline(__always)
     func push(first: Continuation, last: Continuation) -> Bool {
         last.pointee.next = nil
+        // sequentiallyConsistent: a producer's exchange must be ordered before its read of
+        // the queue state, against a drainer's state store then emptiness check (Dekker).
         let previous = tail.exchange(UInt(bitPattern: last), ordering: .sequentiallyConsistent)
         if previous == 0 {
             head.store(UInt(bitPattern: first), ordering: .releasing)
