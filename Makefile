@@ -73,4 +73,4 @@ bench: install
 
 # Only the default prefix is removed: a PREFIX given on the command line may hold other things.
 clean:
-	rm -rf $(BUILD_DIR) $(CURDIR)/prefix .build bench/out
+	rm -rf $(BUILD_DIR) build-asan $(CURDIR)/prefix .build .build-tsan .build-asan bench/out
