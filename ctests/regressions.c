@@ -61,6 +61,34 @@ static void test_set_width_live(void) {
     dispatch_release(q);
 }
 
+// --- dispatch_apply from inside items of a width-limited queue, onto that queue -------
+static dispatch_queue_t narrow_queue;
+static atomic_long nested_iterations;
+static atomic_long nested_done;
+
+static void nested_iteration(void *context, size_t index) {
+    (void)context;
+    (void)index;
+    atomic_fetch_add(&nested_iterations, 1);
+}
+
+static void apply_from_item(void *context) {
+    (void)context;
+    dispatch_apply_f(8, narrow_queue, NULL, nested_iteration);
+    atomic_fetch_add(&nested_done, 1);
+}
+
+static void test_apply_inside_width_limited_queue(void) {
+    check_section("apply from items that hold all of a queue's width");
+    narrow_queue = dispatch_queue_create("regress.narrow", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_set_width(narrow_queue, 2);
+    dispatch_async_f(narrow_queue, NULL, apply_from_item);
+    dispatch_async_f(narrow_queue, NULL, apply_from_item);
+    WAIT_FOR_COUNT(&nested_done, 2, 10.0);
+    CHECK_EQ(atomic_load(&nested_iterations), 16);
+    dispatch_release(narrow_queue);
+}
+
 // --- a notification registered after the group was re-entered waits for that round ----
 static atomic_long notified;
 
@@ -110,6 +138,7 @@ int main(void) {
     test_apply_respects_barrier();
     test_set_width_live();
     test_group_rounds();
+    test_apply_inside_width_limited_queue();
 #ifndef GC_REFERENCE_LIBDISPATCH
     check_section("deadlocks are reported, not silent");
     expect_client_bug("dispatch_sync_f|dispatch_sync", sync_onto_main_chain);

@@ -28,6 +28,8 @@ static void gc_cache_cleanup(void *unused) {
     }
     gc_thread_storage.cache = NULL;
     gc_thread_storage.cache_count = 0;
+    // A later thread-exit destructor may recycle nodes again: let it register again.
+    gc_thread_storage.flags &= ~1u;
 }
 
 static void gc_cache_key_create(void) { pthread_key_create(&gc_cache_key, gc_cache_cleanup); }

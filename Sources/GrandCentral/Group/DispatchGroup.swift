@@ -16,7 +16,8 @@ import Synchronization
 /// CAS*, then wakes the waiters (through `wakeups`, the futex word they sleep on) and
 /// submits the notifications registered under the generation it closed. A notification
 /// registered after that — the group re-entered meanwhile — carries the new generation and
-/// waits for the next return to zero. A waiter reads `wakeups` before it sets HAS_WAITERS,
+/// waits for the next return to zero. (The generation is 30 bits and compared with `<=`:
+/// a notification would need to wait through 2^30 rounds for that to wrap.) A waiter reads `wakeups` before it sets HAS_WAITERS,
 /// so a zero-transition between the two changes the word and its sleep returns at once.
 /// `notifications` is guarded by `notifyLock`.
 ///

@@ -92,7 +92,10 @@ extension DispatchQueue {
         for _ in 1..<width {
             enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
         }
-        if role == .root {
+        if role == .root || HeldQueues.contains(where: { held, _ in held === self }) {
+            // A root queue has no width to take; a caller already inside this queue holds
+            // a unit of its width (or its drain), which covers its share. Taking another
+            // could wait forever for units held by callers like it.
             HeldQueues.push(self, exclusive: false)
             state.participate()
             HeldQueues.pop()

@@ -74,7 +74,8 @@ extension DispatchQueue {
         // submitted before it is running, so a drain never sees the width change under
         // items in flight.
         usesWidth.store(true, ordering: .releasing)
-        enqueue(setWidthTrampoline, UnsafeMutableRawPointer(bitPattern: UInt(w)), .barrier)
+        let change = Unmanaged.passRetained(WidthChange(queue: self, width: w)).toOpaque()
+        enqueue(setWidthTrampoline, change, .barrier)
     }
 
     final func checkReleasable() {
@@ -99,8 +100,18 @@ extension DispatchQueue {
     }
 }
 
-/// Runs as a barrier on the queue whose width changes (the current queue).
+/// A pending `dispatch_queue_set_width`.
+private final class WidthChange {
+    unowned(unsafe) let queue: DispatchQueue  // alive: the change runs as one of its items
+    let width: UInt32
+    init(queue: DispatchQueue, width: UInt32) {
+        self.queue = queue
+        self.width = width
+    }
+}
+
+/// Runs as a barrier on the queue whose width changes.
 private let setWidthTrampoline: DispatchFunction = { context in
-    let w = UInt32(UInt(bitPattern: context))
-    HeldQueues.current!.width.store(w, ordering: .releasing)
+    let change = Unmanaged<WidthChange>.fromOpaque(context!).takeRetainedValue()
+    change.queue.width.store(change.width, ordering: .releasing)
 }

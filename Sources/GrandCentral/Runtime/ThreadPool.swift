@@ -159,6 +159,9 @@ final class Worker: @unchecked Sendable {
         pool.register(self)
         let thread = gc_thread_self()!
         thread.pointee.worker = Unmanaged.passUnretained(self).toOpaque()
+        // Workers fill their caches by recycling before they ever allocate: make sure the
+        // cache is freed when this thread exits after its idle timeout.
+        gc_thread_register_cache_cleanup()
         while true {
             if let node = pool.findWork() {
                 busy.store(true, ordering: .relaxed)
