@@ -10,6 +10,12 @@
 #   make sanitize  swift test under TSan and ASan, C tests against an ASan build
 #   make clean     remove build output (build/, prefix/, .build/, bench/out/)
 
+# The Swift toolchain lives in /opt/swift on the project's machines; find it even when a
+# non-login shell (CI) has not put it on PATH.
+ifneq ($(wildcard /opt/swift/usr/bin/swift),)
+export PATH := /opt/swift/usr/bin:$(PATH)
+endif
+
 PREFIX     ?= $(CURDIR)/prefix
 BUILD_DIR  ?= build
 BENCH_ARGS ?=
