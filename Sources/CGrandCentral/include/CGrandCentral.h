@@ -65,8 +65,9 @@ typedef struct gc_continuation_s {
     uintptr_t flags;      // ContinuationFlags (Swift)
     void *group;          // group to leave after running, or NULL
     void *owner;          // queue whose width the item holds while it runs, or NULL
-    void *waiter;         // sync waiter / extra payload
-    uintptr_t priority;   // QoS the item was submitted at
+    void *waiter;         // syncWaiter: &waiter_word; dispatch_after: the target queue until it fires;
+                          // a depot batch's head: the next batch
+    uintptr_t waiter_word;// syncWaiter: the futex word (low 32 bits) the submitter sleeps on, 0 until run
 } gc_continuation_t;
 
 static inline gc_continuation_t *gc_continuation_load_next(gc_continuation_t *c) {
@@ -98,9 +99,9 @@ static inline bool gc_word_cas(uint32_t *w, uint32_t expected, uint32_t desired)
 }
 
 // Pointer-sized words (dispatch_once predicates).
-static inline uintptr_t __gc_load_word(uintptr_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
-static inline uintptr_t __gc_exchange_word(uintptr_t *w, uintptr_t v) { return __atomic_exchange_n(w, v, __ATOMIC_ACQ_REL); }
-static inline bool __gc_cas_word(uintptr_t *w, uintptr_t *expected, uintptr_t desired) {
+static inline uintptr_t gc_uword_load(uintptr_t *w) { return __atomic_load_n(w, __ATOMIC_ACQUIRE); }
+static inline uintptr_t gc_uword_exchange(uintptr_t *w, uintptr_t v) { return __atomic_exchange_n(w, v, __ATOMIC_ACQ_REL); }
+static inline bool gc_uword_cas(uintptr_t *w, uintptr_t *expected, uintptr_t desired) {
     return __atomic_compare_exchange_n(w, expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 

@@ -14,9 +14,9 @@ enum DispatchOnce {
                         _ function: DispatchFunction) {
         let word = UnsafeMutableRawPointer(predicate).assumingMemoryBound(to: UInt.self)
         var expected: UInt = 0
-        if __gc_cas_word(word, &expected, 1) {
+        if gc_uword_cas(word, &expected, 1) {
             function(context)
-            let old = __gc_exchange_word(word, done)
+            let old = gc_uword_exchange(word, done)
             if old == 2 {
                 gc_futex_wake(UnsafeMutableRawPointer(predicate).assumingMemoryBound(to: UInt32.self), Int32.max)
             }
@@ -28,10 +28,10 @@ enum DispatchOnce {
         BlockingRegion.enter()
         defer { BlockingRegion.leave() }
         while true {
-            var current = __gc_load_word(word)
+            var current = gc_uword_load(word)
             if current == done { return }
             if current == 1 {
-                if !__gc_cas_word(word, &current, 2) { continue }
+                if !gc_uword_cas(word, &current, 2) { continue }
             }
             _ = gc_futex_wait(low, 2, -1)
         }

@@ -17,19 +17,17 @@ final class ApplyState: @unchecked Sendable {
     let context: UnsafeMutableRawPointer?
     let iterations: Int
     let chunk: Int
-    let queue: DispatchQueue
     let next = Atomic<Int>(0)
     let done = Atomic<Int>(0)
     /// Futex word: becomes 1 when `done == iterations`.
     let finished: UnsafeMutablePointer<UInt32>
 
     init(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
-         context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int, queue: DispatchQueue) {
+         context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int) {
         self.work = work
         self.context = context
         self.iterations = iterations
         self.chunk = chunk
-        self.queue = queue
         finished = .allocate(capacity: 1)
         finished.initialize(to: 0)
     }
@@ -88,7 +86,7 @@ extension DispatchQueue {
         let width = min(cpus, iterations, Int(self.width.load(ordering: .relaxed)))
         // Chunks small enough to balance (about 16 per participant), never empty.
         let chunk = max(1, iterations / (width * 16))
-        let state = ApplyState(work: work, context: context, iterations: iterations, chunk: chunk, queue: self)
+        let state = ApplyState(work: work, context: context, iterations: iterations, chunk: chunk)
         for _ in 1..<width {
             enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
         }

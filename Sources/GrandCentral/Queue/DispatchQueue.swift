@@ -12,8 +12,8 @@ import Synchronization
 ///
 /// Who may touch what:
 /// - `state`, `items`, `pendingHead`, `width`, `targetBits`: atomics, any thread.
-/// - `labelPointer`, `qosLevel`, `role`, `rootIndex`: immutable after init.
-/// - `specifics`: guarded by `specificsLock`.
+/// - `labelPointer`, `qosLevel`, `relativePriority`, `role`: immutable after init.
+/// - `specifics`, `retiredTargets`: guarded by `specificsLock`.
 public class DispatchQueue: DispatchObject, @unchecked Sendable {
     /// What drains this queue and where its work goes.
     enum Role: UInt8 {
@@ -50,9 +50,6 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     let labelPointer: UnsafeMutablePointer<CChar>?
     let qosLevel: QoSLevel
     let relativePriority: Int32
-    /// Root queues: bucket (0…5) and overcommit; the pool scans buckets high to low.
-    let rootIndex: Int
-    let isOvercommit: Bool
     /// Root queues only: serializes consumers (the list is multi-producer, single-consumer).
     let rootPopLock = Atomic<Bool>(false)
     /// dispatch_queue_set_specific storage, created on first use.
@@ -64,13 +61,11 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     // MARK: Creation
 
     init(role: Role, label: UnsafePointer<CChar>?, attributes: QueueAttributes,
-         target: DispatchQueue?, rootIndex: Int = -1, overcommit: Bool = false) {
+         target: DispatchQueue?) {
         self.role = role
         self.labelPointer = label.flatMap { strdup($0) }
         self.qosLevel = attributes.qos
         self.relativePriority = attributes.relativePriority
-        self.rootIndex = rootIndex
-        self.isOvercommit = overcommit
         var initial: UInt64 = 0
         if attributes.isInitiallyInactive { initial |= QueueState.inactive }
         self.state = Atomic(initial)

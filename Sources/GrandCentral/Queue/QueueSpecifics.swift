@@ -67,8 +67,7 @@ extension DispatchQueue {
     static var currentQueue: DispatchQueue? {
         if let held = HeldQueues.current { return held }
         if isMainThread() { return DispatchQueue.main }
-        if let worker = gc_thread_self().pointee.worker { _ = worker; return RootQueues.defaultQueue }
-        return nil
+        return gc_thread_self().pointee.worker != nil ? RootQueues.defaultQueue : nil
     }
 
     /// `dispatch_assert_queue`: true when the caller runs on this queue or on a queue that

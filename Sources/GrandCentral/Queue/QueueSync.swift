@@ -15,7 +15,7 @@ import Glibc
 // wait to the pool (BlockingRegion). Running the function on the drainer's thread keeps
 // the whole target chain's exclusion intact without handing locks between threads.
 
-/// The futex handshake of a sync waiter: the word is the node's `priority` field (on the
+/// The futex handshake of a sync waiter: the word is the node's `waiter_word` field (on the
 /// waiter's stack), 0 until the function has run.
 enum SyncWaiter {
     @inline(__always)
@@ -26,12 +26,6 @@ enum SyncWaiter {
         // futex on a dead address is harmless.
         gc_futex_wake(w, 1)
     }
-}
-
-/// How a sync caller holds one queue of the chain.
-enum SyncHold {
-    case exclusive   // took ENQUEUED
-    case width       // took one unit of inFlight
 }
 
 extension DispatchQueue {
@@ -143,8 +137,8 @@ extension DispatchQueue {
             if barrier { flags.insert(.barrier) }
             node.initialize(to: gc_continuation_t(next: nil, function: function, context: context,
                                                   flags: flags.rawValue, group: nil, owner: nil,
-                                                  waiter: nil, priority: 0))
-            let word = UnsafeMutableRawPointer(node).advanced(by: MemoryLayout<gc_continuation_t>.offset(of: \.priority)!)
+                                                  waiter: nil, waiter_word: 0))
+            let word = UnsafeMutableRawPointer(node).advanced(by: MemoryLayout<gc_continuation_t>.offset(of: \.waiter_word)!)
             node.pointee.waiter = word
             let w = word.assumingMemoryBound(to: UInt32.self)
             push(node)

@@ -22,8 +22,7 @@ enum RootQueues {
                 attributes.qos = QoSLevel.byBucket[bucket]
                 let label = "com.apple.root.\(names[bucket])-qos" + (overcommit ? ".overcommit" : "")
                 let queue = label.withCString {
-                    DispatchQueue(role: .root, label: $0, attributes: attributes, target: nil,
-                                  rootIndex: bucket * 2 + (overcommit ? 1 : 0), overcommit: overcommit)
+                    DispatchQueue(role: .root, label: $0, attributes: attributes, target: nil)
                 }
                 queues.append(queue)
             }

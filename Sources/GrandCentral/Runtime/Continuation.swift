@@ -19,8 +19,6 @@ struct ContinuationFlags: OptionSet {
     static let groupMember = ContinuationFlags(rawValue: 1 << 3)
     /// `owner` is a concurrent queue (retained) whose width this item holds while it runs.
     static let redirected = ContinuationFlags(rawValue: 1 << 4)
-    /// `context` is an unmanaged Swift closure box (`ClosureBox`) to run and release.
-    static let swiftClosure = ContinuationFlags(rawValue: 1 << 5)
 }
 
 /// The per-thread continuation cache. A thread takes nodes from its own cache and returns
@@ -90,7 +88,7 @@ enum ContinuationCache {
         node.pointee.group = nil
         node.pointee.owner = nil
         node.pointee.waiter = nil
-        node.pointee.priority = 0
+        node.pointee.waiter_word = 0
         return node
     }
 }

@@ -63,7 +63,8 @@ final class ThreadPool: @unchecked Sendable {
         workAvailableNoIdleWorker()
     }
 
-    /// A worker took an item and more are queued: bring in a parked worker, a new one if
+    /// Work is queued and a CPU may be free for it (a worker just took an item and more
+    /// remain, or a worker is about to block): bring in a parked worker, a new one if
     /// fewer than `activeCPUs` run, or let the monitor judge.
     @inline(__always)
     func moreWorkQueued() {
@@ -130,12 +131,7 @@ final class ThreadPool: @unchecked Sendable {
         let pool = ThreadPool.shared
         pool.blocked.wrappingAdd(1, ordering: .relaxed)
         // This worker's CPU is free while it waits: let queued work have it.
-        if pool.hasWork() && pool.idle.load(ordering: .relaxed) == 0 {
-            let running = pool.threads.load(ordering: .relaxed) - pool.blocked.load(ordering: .relaxed)
-            if running < pool.activeCPUs { pool.startWorker() }
-        } else if pool.hasWork() {
-            pool.workAvailable()
-        }
+        if pool.hasWork() { pool.moreWorkQueued() }
     }
 
     static func workerDidUnblock(_ raw: UnsafeMutableRawPointer) {
