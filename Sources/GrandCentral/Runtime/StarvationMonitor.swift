@@ -7,10 +7,11 @@ import Synchronization
 ///
 /// The monitor thread sleeps until a producer finds no idle worker (`poke`). Then, every
 /// `tick`, while queued work is waiting and no worker is idle, it counts the workers that
-/// are *stuck*: busy with the same item as at the previous tick (their `itemsRun` has not
-/// moved) and not runnable according to the kernel (/proc/self/task/<tid>/stat, as
+/// are *stuck*: busy with the same item for `stuckAfterTicks` ticks (their `itemsRun` has
+/// not moved) and not runnable according to the kernel (/proc/self/task/<tid>/stat, as
 /// libdispatch's Linux workqueue does once a second). If fewer than `activeCPUs` workers
-/// are not stuck, CPUs are going unused while work waits, so it starts the difference.
+/// are not stuck, CPUs are going unused while work waits, so it starts the difference —
+/// or as many workers as are stuck, if that is more, so the pool doubles per round.
 /// Reading /proc costs a few microseconds per worker, so it happens only while
 /// starvation is plausible.
 ///
