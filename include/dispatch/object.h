@@ -116,7 +116,8 @@ dispatch_set_context(dispatch_object_t object, void *context);
 /*!
  * @function dispatch_set_finalizer_f
  * Sets a function to call, on the object's target queue, with the object's context once
- * the object's last reference is gone. Typically it frees the context. NULL removes it.
+ * the object's last reference is gone. Typically it frees the context; if the context is
+ * NULL then, the finalizer is not called at all. NULL removes the finalizer.
  */
 DISPATCH_EXPORT DISPATCH_NOTHROW
 void
