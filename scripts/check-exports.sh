@@ -4,6 +4,8 @@
 #   - a function (T) named dispatch_*, declared in GrandCentral's public headers;
 #   - a data symbol (B, D or R) named _dispatch_*, which libdispatch's own headers refer to
 #     (by name, or through DISPATCH_SOURCE_TYPE_DECL(x) for _dispatch_source_type_x).
+# and, when the toolchain's libdispatch.so is there to compare with, every name must be
+# one it exports too (a name libdispatch does not have is not a libdispatch name).
 # Anything else fails: an internal name (gc_*, a Swift symbol, a TLS variable), a local
 # symbol that still sits in the dynamic symbol table, a data symbol libdispatch does not
 # have. The linker's version script (cmake/exports.map) is what keeps the list short; this
@@ -13,7 +15,9 @@
 #       LIBRARY      the built or installed libgrandcentral.so
 #       INCLUDE_DIR  GrandCentral's public headers (the directory that contains dispatch/)
 #   LIBDISPATCH_HEADERS=/path/to/dispatch overrides the reference headers
-#   (default: the Swift toolchain's, /opt/swift/usr/lib/swift/dispatch).
+#   (default: the Swift toolchain's, /opt/swift/usr/lib/swift/dispatch);
+#   LIBDISPATCH_LIBRARY=/path/to/libdispatch.so the reference library (default: the
+#   toolchain's; it is only read with nm, never loaded).
 set -euo pipefail
 
 if [ $# -ne 2 ] || [ ! -f "$1" ] || [ ! -f "$2/dispatch/dispatch.h" ]; then
@@ -26,6 +30,12 @@ reference=${LIBDISPATCH_HEADERS:-/opt/swift/usr/lib/swift/dispatch}
 if [ ! -f "$reference/dispatch.h" ]; then
     echo "exports: FAILED: libdispatch's headers are not in $reference (set LIBDISPATCH_HEADERS)" >&2
     exit 1
+fi
+
+reference_library=${LIBDISPATCH_LIBRARY:-/opt/swift/usr/lib/swift/linux/libdispatch.so}
+reference_names=
+if [ -f "$reference_library" ]; then
+    reference_names=$(nm -D --defined-only "$reference_library" | awk '{ print $3 }' | sort -u)
 fi
 
 symbols=$(nm -D --defined-only "$library") || { echo "exports: FAILED: nm -D cannot read $library" >&2; exit 1; }
@@ -51,6 +61,7 @@ while read -r _ type name; do
             functions=$((functions + 1))
         else
             bad+=("$type $name (a function that is not a dispatch_* function of the public headers)")
+            continue
         fi
         ;;
     B | D | R)
@@ -58,12 +69,17 @@ while read -r _ type name; do
             data=$((data + 1))
         else
             bad+=("$type $name (a data symbol libdispatch's headers do not refer to)")
+            continue
         fi
         ;;
     *)
         bad+=("$type $name (kind '$type' is never exported: only functions T and data B/D/R)")
+        continue
         ;;
     esac
+    if [ -n "$reference_names" ] && ! grep -qxF "$name" <<<"$reference_names"; then
+        bad+=("$type $name (libdispatch.so does not export this name)")
+    fi
 done <<<"$symbols"
 
 if [ "${#bad[@]}" -gt 0 ]; then
@@ -71,4 +87,5 @@ if [ "${#bad[@]}" -gt 0 ]; then
     printf '    %s\n' "${bad[@]}" >&2
     exit 1
 fi
-echo "exports: $library exports $functions dispatch_* functions and $data _dispatch_* data symbols, nothing else"
+compared=${reference_names:+, each also exported by $reference_library}
+echo "exports: $library exports $functions dispatch_* functions and $data _dispatch_* data symbols${compared}; nothing else"
