@@ -194,9 +194,10 @@ dispatch_debugv(dispatch_object_t object, const char *message, va_list ap);
  *  - Otherwise (gcc with -std=c99): there is no selection; the names are declared as
  *    unavailable functions taking void *, so a call is a compile-time error rather than
  *    a link-time one. Call the type's own function instead.
- * In every mode the void * declarations below exist and are unavailable: no library
- * function of these names exists (as in libdispatch). In C++ a call with a type that has
- * no overload resolves to them and is reported as unavailable.
+ * In every mode the names are also declared as functions taking void *, marked
+ * unavailable (dispatch_notify and the cancel calls only with __BLOCKS__): the library
+ * defines no function of these names (nor does libdispatch). In C++ a call with a type
+ * that has no overload resolves to them and is reported as unavailable.
  */
 
 DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL1 DISPATCH_NOTHROW
