@@ -3,8 +3,9 @@
 #
 #   make build     system packages (scripts/install-deps.sh), CMake configure, build
 #   make install   build, then install into $(PREFIX) (default ./prefix)
-#   make test      install, then: swift test (XCTest), ctest (C tests), the header matrix,
-#                  and the consumer checks (examples via pkg-config and CMake, linkage)
+#   make test      install, then: the Swift API diff against Dispatch, swift test (XCTest),
+#                  ctest (C tests), the header matrix, and the consumer checks (examples via
+#                  pkg-config and CMake, Swift examples, linkage)
 #   make demo      install, build and run every example, then the benchmark
 #   make bench     install, then bench/run.sh (BENCH_ARGS=--quick for a faster pass)
 #   make sanitize  swift test under TSan and ASan, C tests against an ASan build
@@ -49,6 +50,8 @@ install: build
 test: install
 	$(call step,"swift build --build-tests")
 	swift build --build-tests --disable-swift-testing
+	$(call step,"API diff: GrandCentral against the toolchain's Dispatch")
+	scripts/api-diff.sh
 	$(call step,"swift test (XCTest)")
 	swift test --disable-swift-testing
 	$(call step,"ctest (C tests)")

@@ -4,7 +4,7 @@ import CGrandCentral
 // cost of the timing loop itself (as libdispatch does).
 
 @_cdecl("dispatch_benchmark_f")
-public func dispatch_benchmark_f(_ count: Int, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) -> UInt64 {
+public func dispatch_benchmark_f(_ count: Int, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) -> UInt64 {
     let f = work(function, "dispatch_benchmark_f")
     if count == 0 { return 0 }
     let emptyStart = gc_uptime_ns()
@@ -17,4 +17,4 @@ public func dispatch_benchmark_f(_ count: Int, _ context: UnsafeMutableRawPointe
     return net / UInt64(count)
 }
 
-private let emptyBenchmarkBody: DispatchFunction = { _ in }
+private let emptyBenchmarkBody: dispatch_function_t = { _ in }

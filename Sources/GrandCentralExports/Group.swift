@@ -24,20 +24,20 @@ public func dispatch_group_wait(_ g: UnsafeMutableRawPointer?, _ timeout: UInt64
 
 @_cdecl("dispatch_group_notify_f")
 public func dispatch_group_notify_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
-                                    _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+                                    _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     groupNotify(g, q, context, function, [], "dispatch_group_notify_f")
 }
 
 /// dispatch_group_notify with flags, for the block shim (a barrier work item).
 @_cdecl("gc_group_notify_flags_f")
 public func gc_group_notify_flags_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
-                                    _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?, _ flags: UInt) {
+                                    _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?, _ flags: UInt) {
     groupNotify(g, q, context, function, submitFlags(flags), "dispatch_group_notify")
 }
 
 @inline(__always)
 private func groupNotify(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
-                         _ function: DispatchFunction?, _ flags: ContinuationFlags, _ name: StaticString) {
+                         _ function: dispatch_function_t?, _ flags: ContinuationFlags, _ name: StaticString) {
     let f = work(function, name)
     let target = queue(q, name).takeUnretainedValue()
     group(g, name)._withUnsafeGuaranteedRef { $0.notify(queue: target, function: f, context: context, flags: flags) }
@@ -45,20 +45,20 @@ private func groupNotify(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPoi
 
 @_cdecl("dispatch_group_async_f")
 public func dispatch_group_async_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
-                                   _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+                                   _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     groupAsync(g, q, context, function, [], "dispatch_group_async_f")
 }
 
 /// dispatch_group_async with flags, for the block shim (a barrier work item).
 @_cdecl("gc_group_async_flags_f")
 public func gc_group_async_flags_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
-                                   _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?, _ flags: UInt) {
+                                   _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?, _ flags: UInt) {
     groupAsync(g, q, context, function, submitFlags(flags), "dispatch_group_async")
 }
 
 @inline(__always)
 private func groupAsync(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
-                        _ function: DispatchFunction?, _ flags: ContinuationFlags, _ name: StaticString) {
+                        _ function: dispatch_function_t?, _ flags: ContinuationFlags, _ name: StaticString) {
     let f = work(function, name)
     let target = queue(q, name)
     group(g, name)._withUnsafeGuaranteedRef { g in

@@ -4,6 +4,10 @@ import CGrandCentral
 // NULL, or a handle of the wrong kind, is a client bug with a clear message. The
 // conversions are unmanaged: the caller's reference keeps the object alive for the call.
 
+/// `dispatch_function_t`: the C signature of a work item, spelled out here because the
+/// exported functions are public and the engine's `DispatchFunction` is not.
+public typealias dispatch_function_t = @convention(c) (UnsafeMutableRawPointer?) -> Void
+
 @inline(__always)
 func object(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchObject> {
     guard let handle else { clientBug(function, "object is NULL") }
@@ -36,7 +40,7 @@ func semaphore(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> 
 }
 
 @inline(__always)
-func work(_ function: DispatchFunction?, _ name: StaticString) -> DispatchFunction {
+func work(_ function: dispatch_function_t?, _ name: StaticString) -> dispatch_function_t {
     guard let function else { clientBug(name, "function is NULL") }
     return function
 }

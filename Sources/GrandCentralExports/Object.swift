@@ -24,7 +24,7 @@ public func dispatch_set_context(_ handle: UnsafeMutableRawPointer?, _ context: 
 }
 
 @_cdecl("dispatch_set_finalizer_f")
-public func dispatch_set_finalizer_f(_ handle: UnsafeMutableRawPointer?, _ finalizer: DispatchFunction?) {
+public func dispatch_set_finalizer_f(_ handle: UnsafeMutableRawPointer?, _ finalizer: dispatch_function_t?) {
     object(handle, "dispatch_set_finalizer_f")._withUnsafeGuaranteedRef { if !$0.isGlobal { $0.finalizer = finalizer } }
 }
 

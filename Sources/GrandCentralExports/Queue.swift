@@ -75,37 +75,37 @@ public func dispatch_main() -> Never {
 }
 
 @_cdecl("dispatch_async_f")
-public func dispatch_async_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_async_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_async_f")
     queue(q, "dispatch_async_f")._withUnsafeGuaranteedRef { $0.enqueue(f, context) }
 }
 
 @_cdecl("dispatch_barrier_async_f")
-public func dispatch_barrier_async_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_barrier_async_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_barrier_async_f")
     queue(q, "dispatch_barrier_async_f")._withUnsafeGuaranteedRef { $0.enqueue(f, context, .barrier) }
 }
 
 @_cdecl("dispatch_sync_f")
-public func dispatch_sync_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_sync_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_sync_f")
     queue(q, "dispatch_sync_f")._withUnsafeGuaranteedRef { $0.sync(f, context, barrier: false, caller: "dispatch_sync_f") }
 }
 
 @_cdecl("dispatch_barrier_sync_f")
-public func dispatch_barrier_sync_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_barrier_sync_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_barrier_sync_f")
     queue(q, "dispatch_barrier_sync_f")._withUnsafeGuaranteedRef { $0.sync(f, context, barrier: true, caller: "dispatch_barrier_sync_f") }
 }
 
 @_cdecl("dispatch_async_and_wait_f")
-public func dispatch_async_and_wait_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_async_and_wait_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_async_and_wait_f")
     queue(q, "dispatch_async_and_wait_f")._withUnsafeGuaranteedRef { $0.sync(f, context, barrier: false, caller: "dispatch_async_and_wait_f") }
 }
 
 @_cdecl("dispatch_barrier_async_and_wait_f")
-public func dispatch_barrier_async_and_wait_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
+public func dispatch_barrier_async_and_wait_f(_ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?, _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_barrier_async_and_wait_f")
     queue(q, "dispatch_barrier_async_and_wait_f")._withUnsafeGuaranteedRef { $0.sync(f, context, barrier: true, caller: "dispatch_barrier_async_and_wait_f") }
 }
@@ -143,7 +143,7 @@ public func dispatch_queue_get_qos_class(_ q: UnsafeMutableRawPointer?, _ relati
 
 @_cdecl("dispatch_queue_set_specific")
 public func dispatch_queue_set_specific(_ q: UnsafeMutableRawPointer?, _ key: UnsafeRawPointer?,
-                                        _ context: UnsafeMutableRawPointer?, _ destructor: DispatchFunction?) {
+                                        _ context: UnsafeMutableRawPointer?, _ destructor: dispatch_function_t?) {
     guard let key else { return }  // libdispatch ignores a NULL key
     queue(q, "dispatch_queue_set_specific")._withUnsafeGuaranteedRef {
         $0.setSpecific(key: key, context: context, destructor: destructor)
@@ -195,7 +195,7 @@ public func dispatch_queue_set_width(_ q: UnsafeMutableRawPointer?, _ width: Int
 
 @_cdecl("dispatch_after_f")
 public func dispatch_after_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
-                             _ function: DispatchFunction?) {
+                             _ function: dispatch_function_t?) {
     let f = work(function, "dispatch_after_f")
     queue(q, "dispatch_after_f")._withUnsafeGuaranteedRef { $0.after(when, f, context) }
 }
@@ -203,7 +203,7 @@ public func dispatch_after_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ co
 /// dispatch_after with flags, for the block shim (a barrier work item).
 @_cdecl("gc_after_flags_f")
 public func gc_after_flags_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
-                             _ function: DispatchFunction?, _ flags: UInt) {
+                             _ function: dispatch_function_t?, _ flags: UInt) {
     let f = work(function, "dispatch_after")
     queue(q, "dispatch_after")._withUnsafeGuaranteedRef { $0.after(when, f, context, submitFlags(flags)) }
 }

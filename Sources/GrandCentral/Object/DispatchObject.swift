@@ -124,7 +124,7 @@ open class DispatchObject: @unchecked Sendable {
     /// Resumes the invocation of work items on this object.
     public func resume() { resumeObject(caller: "DispatchObject.resume()") }
     /// Sets the target queue of this object.
-    public func setTarget(queue: DispatchQueue?) { setTargetObject(queue, caller: "DispatchObject.setTarget(queue:)") }
+    public func setTarget(queue: DispatchQueue) { setTargetObject(queue, caller: "DispatchObject.setTarget(queue:)") }
 }
 
 // MARK: - Handles

@@ -3,11 +3,15 @@ import Glibc
 import Synchronization
 
 extension DispatchQueue {
-    /// The main queue: serial, drained on the main thread by `dispatch_main`.
-    public static let main: DispatchQueue = {
-        DispatchQueue(role: .main, label: "com.apple.main-thread", attributes: .serial,
-                      target: RootQueues.queue(qos: .userInteractive, overcommit: true))
-    }()
+    /// The queue whose work runs on the main thread, in order.
+    public class var main: DispatchQueue { mainQueue }
+}
+
+/// The main queue: serial, drained on the main thread (see `MainQueueDriver`).
+let mainQueue = DispatchQueue(role: .main, label: "com.apple.main-thread", attributes: .serial,
+                              target: RootQueues.queue(qos: .userInteractive, overcommit: true))
+
+extension DispatchQueue {
 }
 
 /// Drives the main queue. `dispatch_main` parks the main thread on `wakeups` and drains the

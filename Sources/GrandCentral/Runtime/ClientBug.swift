@@ -1,12 +1,12 @@
 import CGrandCentral
 
 /// The C signature of a work item: `dispatch_function_t`.
-public typealias DispatchFunction = @convention(c) (UnsafeMutableRawPointer?) -> Void
+typealias DispatchFunction = @convention(c) (UnsafeMutableRawPointer?) -> Void
 
 /// Reports API misuse the way every GrandCentral entry point does: one line on stderr,
 /// `GrandCentral: BUG IN CLIENT: <function>: <what>`, then abort (DESIGN.md, hard rule 6).
 @inline(never)
-public func clientBug(_ function: StaticString, _ what: StaticString) -> Never {
+func clientBug(_ function: StaticString, _ what: StaticString) -> Never {
     function.withUTF8Buffer { f in
         what.withUTF8Buffer { w in
             f.withMemoryRebound(to: CChar.self) { fc in
@@ -20,7 +20,7 @@ public func clientBug(_ function: StaticString, _ what: StaticString) -> Never {
 
 /// Same, for a message assembled at run time.
 @inline(never)
-public func clientBug(_ function: StaticString, message: String) -> Never {
+func clientBug(_ function: StaticString, message: String) -> Never {
     function.withUTF8Buffer { f in
         f.withMemoryRebound(to: CChar.self) { fc in
             message.withCString { gc_client_bug(fc.baseAddress!, $0) }

@@ -6,10 +6,10 @@ public struct DispatchQoS: Equatable, Sendable {
     public enum QoSClass: Sendable {
         case background, utility, `default`, userInitiated, userInteractive, unspecified
 
-        /// The libdispatch `qos_class_t` value.
-        public var rawValue: UInt32 { level.rawValue }
+        /// The libdispatch `qos_class_t` value (Dispatch on Linux does not make it public).
+        var rawValue: UInt32 { level.rawValue }
 
-        public init?(rawValue: UInt32) {
+        init?(rawValue: UInt32) {
             guard let level = QoSLevel(rawValue: rawValue) else { return nil }
             self.init(level: level)
         }
@@ -48,6 +48,11 @@ public struct DispatchQoS: Equatable, Sendable {
         self.qosClass = qosClass
         self.relativePriority = relativePriority
     }
+}
+
+/// Two QoS values are equal when class and relative priority are.
+public func == (a: DispatchQoS, b: DispatchQoS) -> Bool {
+    a.qosClass == b.qosClass && a.relativePriority == b.relativePriority
 }
 
 /// Flags for work items, spelled like Swift's Dispatch. `.barrier` is honoured; the QoS

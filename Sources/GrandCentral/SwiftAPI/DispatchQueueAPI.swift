@@ -4,6 +4,7 @@ import CGrandCentral
 // directly; closures travel as retained ClosureBox contexts.
 
 extension DispatchQueue {
+    /// Attributes of a new queue: concurrent, initially inactive.
     public struct Attributes: OptionSet, Sendable {
         public let rawValue: UInt64
         public init(rawValue: UInt64) { self.rawValue = rawValue }
@@ -11,10 +12,12 @@ extension DispatchQueue {
         public static let initiallyInactive = Attributes(rawValue: 1 << 2)
     }
 
+    /// Accepted for source compatibility; Linux has no autorelease pools.
     public enum AutoreleaseFrequency: Sendable {
         case inherit, workItem, never
     }
 
+    /// A new queue with a label, QoS, attributes and target (a root queue if `nil`).
     public convenience init(label: String, qos: DispatchQoS = .unspecified, attributes: Attributes = [],
                             autoreleaseFrequency: AutoreleaseFrequency = .inherit, target: DispatchQueue? = nil) {
         var a = attributes.contains(.concurrent) ? QueueAttributes.concurrent : QueueAttributes.serial
@@ -35,24 +38,85 @@ extension DispatchQueue {
         RootQueues.queue(qos: qos.level, overcommit: false)
     }
 
+    /// The pre-QoS priorities of the global queues (`DISPATCH_QUEUE_PRIORITY_*`).
+    @available(macOS, deprecated: 10.10, message: "Use qos attributes instead")
+    @available(iOS, deprecated: 8.0, message: "Use qos attributes instead")
+    @available(tvOS, deprecated, message: "Use qos attributes instead")
+    @available(watchOS, deprecated, message: "Use qos attributes instead")
+    public enum GlobalQueuePriority {
+        /// `DISPATCH_QUEUE_PRIORITY_HIGH`: the user-initiated global queue.
+        @available(macOS, deprecated: 10.10, message: "Use qos attributes instead")
+        @available(iOS, deprecated: 8.0, message: "Use qos attributes instead")
+        @available(tvOS, deprecated, message: "Use qos attributes instead")
+        @available(watchOS, deprecated, message: "Use qos attributes instead")
+        case high
+        /// `DISPATCH_QUEUE_PRIORITY_DEFAULT`: the default global queue.
+        @available(macOS, deprecated: 10.10, message: "Use qos attributes instead")
+        @available(iOS, deprecated: 8.0, message: "Use qos attributes instead")
+        @available(tvOS, deprecated, message: "Use qos attributes instead")
+        @available(watchOS, deprecated, message: "Use qos attributes instead")
+        case `default`
+        /// `DISPATCH_QUEUE_PRIORITY_LOW`: the utility global queue.
+        @available(macOS, deprecated: 10.10, message: "Use qos attributes instead")
+        @available(iOS, deprecated: 8.0, message: "Use qos attributes instead")
+        @available(tvOS, deprecated, message: "Use qos attributes instead")
+        @available(watchOS, deprecated, message: "Use qos attributes instead")
+        case low
+        /// `DISPATCH_QUEUE_PRIORITY_BACKGROUND`: the background global queue.
+        @available(macOS, deprecated: 10.10, message: "Use qos attributes instead")
+        @available(iOS, deprecated: 8.0, message: "Use qos attributes instead")
+        @available(tvOS, deprecated, message: "Use qos attributes instead")
+        @available(watchOS, deprecated, message: "Use qos attributes instead")
+        case background
+
+        /// The QoS class libdispatch maps the priority to.
+        var level: QoSLevel {
+            switch self {
+            case .high: return .userInitiated
+            case .default: return .default
+            case .low: return .utility
+            case .background: return .background
+            }
+        }
+    }
+
+    /// The global concurrent queue for a pre-QoS priority.
+    @available(macOS, deprecated: 10.10)
+    @available(iOS, deprecated: 8.0)
+    @available(tvOS, deprecated)
+    @available(watchOS, deprecated)
+    public class func global(priority: GlobalQueuePriority) -> DispatchQueue {
+        RootQueues.queue(qos: priority.level, overcommit: false)
+    }
+
+    /// The label given when the queue was made.
     public var label: String { labelString }
 
+    /// The QoS given when the queue was made.
     public var qos: DispatchQoS {
         DispatchQoS(qosClass: DispatchQoS.QoSClass(level: qosLevel), relativePriority: Int(relativePriority))
     }
 
     // MARK: Async
 
+    /// Submits `work` to run on this queue, as a member of `group` if there is one.
     public func async(group: DispatchGroup? = nil, qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [],
                       execute work: @escaping @Sendable () -> Void) {
         submit(closureBoxTrampoline, ClosureBox.retainedContext(work), group: group, barrier: flags.contains(.barrier))
     }
 
+    /// Submits `workItem` to run on this queue.
     public func async(execute workItem: DispatchWorkItem) {
-        async(group: nil, execute: workItem)
+        submit(workItem, group: nil)
     }
 
-    public func async(group: DispatchGroup?, execute workItem: DispatchWorkItem) {
+    /// Submits `workItem` to run on this queue as a member of `group`.
+    public func async(group: DispatchGroup, execute workItem: DispatchWorkItem) {
+        submit(workItem, group: group)
+    }
+
+    /// Enqueues a retained work item, as a member of `group` if there is one.
+    private func submit(_ workItem: DispatchWorkItem, group: DispatchGroup?) {
         submit(workItemTrampoline, Unmanaged.passRetained(workItem).toOpaque(), group: group,
                barrier: workItem.flags.contains(.barrier))
     }
@@ -95,20 +159,30 @@ extension DispatchQueue {
         return result!
     }
 
+    /// Performs `workItem` on this queue and returns when it has finished.
     public func sync(execute workItem: DispatchWorkItem) {
         syncVoid(barrier: workItem.flags.contains(.barrier)) { workItem.perform() }
     }
 
+    /// Runs `work` on this queue and returns when it has finished.
+    public func sync(execute work: () -> Void) {
+        syncVoid(barrier: false, work)
+    }
+
+    /// Runs `work` on this queue and returns its result, or rethrows its error.
     public func sync<T>(execute work: () throws -> T) rethrows -> T {
         try syncHelper(barrier: false, execute: work, rescue: { throw $0 })
     }
 
+    /// Runs `work` on this queue (as a barrier if `flags` says so) and returns its result.
     public func sync<T>(flags: DispatchWorkItemFlags, execute work: () throws -> T) rethrows -> T {
         try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
     }
 
+    /// Darwin's spelling of `sync(execute:)` for a work item (not in Dispatch on Linux).
     public func asyncAndWait(execute workItem: DispatchWorkItem) { sync(execute: workItem) }
 
+    /// Darwin's spelling of `sync(flags:execute:)` (not in Dispatch on Linux).
     public func asyncAndWait<T>(flags: DispatchWorkItemFlags = [], execute work: () throws -> T) rethrows -> T {
         try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
     }
@@ -128,6 +202,7 @@ extension DispatchQueue {
 
     // MARK: Specific data
 
+    /// Sets (or, with `nil`, removes) this queue's value for `key`.
     public func setSpecific<T>(key: DispatchSpecificKey<T>, value: T?) {
         let keyPointer = UnsafeRawPointer(Unmanaged.passUnretained(key).toOpaque())
         if let value {
@@ -138,6 +213,7 @@ extension DispatchQueue {
         }
     }
 
+    /// This queue's own value for `key`.
     public func getSpecific<T>(key: DispatchSpecificKey<T>) -> T? {
         let keyPointer = UnsafeRawPointer(Unmanaged.passUnretained(key).toOpaque())
         guard let raw = getSpecific(key: keyPointer) else { return nil }
@@ -161,9 +237,13 @@ private let indexThunkTrampoline: @convention(c) (UnsafeMutableRawPointer?, Int)
 }
 
 /// A key for `setSpecific`/`getSpecific`: compared by identity.
-public final class DispatchSpecificKey<T>: @unchecked Sendable {
+public final class DispatchSpecificKey<T> {
+    /// A new key, distinct from every other.
     public init() {}
 }
+
+/// A key is immutable; it may cross threads when the values it stands for may.
+extension DispatchSpecificKey: @unchecked Sendable where T: Sendable {}
 
 final class SpecificBox<T> {
     let value: T
@@ -176,22 +256,37 @@ private let specificBoxRelease: DispatchFunction = { context in
 
 // MARK: - Preconditions
 
+/// What `dispatchPrecondition` checks about the current execution context.
 public enum DispatchPredicate: Sendable {
+    /// The caller runs on the queue (or on a queue that targets it).
     case onQueue(DispatchQueue)
+    /// The caller runs on the queue as a barrier (or the queue is serial).
     case onQueueAsBarrier(DispatchQueue)
+    /// The caller does not run on the queue.
     case notOnQueue(DispatchQueue)
 }
 
-/// Traps (with a BUG IN CLIENT line) unless `condition` holds.
-public func dispatchPrecondition(condition: @autoclosure () -> DispatchPredicate) {
+/// Traps, with a BUG IN CLIENT line naming `file` and `line`, unless `condition` holds.
+public func dispatchPrecondition(condition: @autoclosure () -> DispatchPredicate,
+                                 file: StaticString = #file, line: UInt = #line) {
+    let what: String
     switch condition() {
     case .onQueue(let q):
-        if !q.isCurrent() { clientBug("dispatchPrecondition", "block was expected to execute on the given queue") }
+        if q.isCurrent() { return }
+        what = "block was expected to execute on queue [\(q.label)]"
     case .onQueueAsBarrier(let q):
-        if !q.isCurrentAsBarrier() { clientBug("dispatchPrecondition", "block was expected to act as a barrier on the given queue") }
+        if q.isCurrentAsBarrier() { return }
+        what = "block was expected to act as a barrier on queue [\(q.label)]"
     case .notOnQueue(let q):
-        if q.isCurrent() { clientBug("dispatchPrecondition", "block was expected not to execute on the given queue") }
+        if !q.isCurrent() { return }
+        what = "block was expected not to execute on queue [\(q.label)]"
     }
+    clientBug("dispatchPrecondition", message: "\(what) (\(file):\(line))")
+}
+
+/// Parks the main thread for good and runs the main queue's work on it; never returns.
+public func dispatchMain() -> Never {
+    MainQueueDriver.run()
 }
 
 // MARK: - Groups and semaphores
@@ -200,12 +295,14 @@ extension DispatchGroup {
     /// Waits until every entered item has left.
     public func wait() { _ = wait(timeoutNanoseconds: -1) }
 
+    /// Runs `work` on `queue` once every item in the group has left it.
     public func notify(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], queue: DispatchQueue,
-                       execute work: @escaping @Sendable () -> Void) {
+                       execute work: @escaping () -> Void) {
         notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(work),
                flags: flags.contains(.barrier) ? .barrier : [])
     }
 
+    /// Submits `work` to `queue` once every item in the group has left it.
     public func notify(queue: DispatchQueue, work: DispatchWorkItem) {
         notify(queue: queue, function: workItemTrampoline, context: Unmanaged.passRetained(work).toOpaque(),
                flags: work.flags.contains(.barrier) ? .barrier : [])

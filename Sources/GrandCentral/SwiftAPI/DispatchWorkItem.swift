@@ -14,7 +14,8 @@ public final class DispatchWorkItem: @unchecked Sendable {
     private let state = Atomic<UInt8>(0)
     private let completion = DispatchGroup()
 
-    public init(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], block: @escaping @Sendable () -> Void) {
+    /// A work item that runs `block` (unless cancelled first) with `flags`.
+    public init(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], block: @escaping () -> Void) {
         self.body = block
         self.flags = flags
         self.qos = qos
@@ -43,7 +44,7 @@ public final class DispatchWorkItem: @unchecked Sendable {
 
     /// Runs `execute` on `queue` when the item has finished.
     public func notify(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], queue: DispatchQueue,
-                       execute: @escaping @Sendable () -> Void) {
+                       execute: @escaping () -> Void) {
         completion.notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(execute))
     }
 
@@ -55,6 +56,7 @@ public final class DispatchWorkItem: @unchecked Sendable {
     /// Keeps the item from starting if it has not yet; a running item is not interrupted.
     public func cancel() { state.bitwiseOr(1, ordering: .acquiringAndReleasing) }
 
+    /// Whether `cancel()` has been called.
     public var isCancelled: Bool { state.load(ordering: .acquiring) & 1 != 0 }
 
     func waitNanoseconds(_ timeout: Int64) -> Bool { completion.wait(timeoutNanoseconds: timeout) }
