@@ -37,6 +37,7 @@ func dispatchPrecondition(condition: @autoclosure () -> DispatchPredicate,
 /// The common call, `dispatchPrecondition(condition: .onQueue(.main))`: here `.main` could be
 /// either module's main queue, and a function without defaulted arguments is the better match,
 /// so this overload decides it for GrandCentral (the failure message names the queue's label).
+/// With explicit `file:`/`line:` arguments, spell the queue out: `.onQueue(DispatchQueue.main)`.
 func dispatchPrecondition(condition: @autoclosure () -> DispatchPredicate) {
     GrandCentral.dispatchPrecondition(condition: condition())
 }

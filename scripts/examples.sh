@@ -51,12 +51,21 @@ cmake --build "$out/cmake-consumer" >>"$out/cmake-consumer.log" 2>&1 \
     || { cat "$out/cmake-consumer.log" >&2; die "examples/cmake-consumer did not build"; }
 
 # A Swift package that depends on GrandCentral by path and uses it like Swift's Dispatch
-# (SwiftPM builds the module into the program; there is no C ABI and no .so involved).
+# (SwiftPM builds the module into each program; there is no C ABI and no .so involved):
+# everyday code beside Foundation in Swift 6 and Swift 5 language modes, an async main, a
+# RunLoop main and a dispatchMain() tool (examples/swift-consumer/Package.swift).
 swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
     -c release >"$out/swift-consumer.log" 2>&1 \
     || { cat "$out/swift-consumer.log" >&2; die "examples/swift-consumer did not build"; }
-swift_consumer=$(swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
-    -c release --show-bin-path)/SwiftConsumer
+swift_bin=$(swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
+    -c release --show-bin-path)
+swift_programs=(
+    "swift-consumer|$swift_bin/SwiftConsumer|everyday Dispatch code with Foundation imported beside GrandCentral (the alias file), Swift 6 language mode"
+    "swift-consumer-5|$swift_bin/SwiftConsumer5|the same source in Swift 5 language mode"
+    "async-main|$swift_bin/AsyncMain|an async main: GrandCentral's main queue runs on the main actor's thread, in order, beside @MainActor tasks"
+    "runloop-main|$swift_bin/RunLoopMain|a Foundation RunLoop.main.run() program: GrandCentral's main queue drains on the main thread"
+    "dispatch-main|$swift_bin/DispatchMainTool|a command-line tool that ends in dispatchMain()"
+)
 
 # --- run -----------------------------------------------------------------------------
 programs=(
@@ -72,11 +81,14 @@ for entry in "${programs[@]}"; do
     fi
     timeout 60 "$path" || die "$name exited with status $?"
 done
-if [ "$mode" = run ]; then
-    echo
-    echo "== swift-consumer: a Swift package that imports GrandCentral instead of Dispatch"
-fi
-timeout 60 "$swift_consumer" || die "swift-consumer exited with status $?"
+for entry in "${swift_programs[@]}"; do
+    IFS='|' read -r name path what <<<"$entry"
+    if [ "$mode" = run ]; then
+        echo
+        echo "== $name: $what"
+    fi
+    timeout 60 "$path" || die "$name exited with status $?"
+done
 
 [ "$mode" = run ] && exit 0
 
@@ -102,6 +114,7 @@ for entry in "${programs[@]}"; do
     blocks=$(grep -c 'libBlocksRuntime' <<<"$deps" || true)
     [ "$blocks" = 1 ] || die "$name loads $blocks copies of libBlocksRuntime (want exactly one):"$'\n'"$deps"
 done
-echo "examples: pipeline_f (gcc), pipeline_blocks (clang -fblocks), cmake-consumer and swift-consumer built against $prefix and ran;"
+echo "examples: pipeline_f (gcc), pipeline_blocks (clang -fblocks), cmake-consumer built against $prefix and ran;"
+echo "examples: swift-consumer's programs (Swift 6 and 5 beside Foundation, async main, RunLoop main, dispatchMain) built and ran;"
 echo "examples: libgrandcentral.so needs no libdispatch/libswift_Concurrency/libFoundation and exports only libdispatch's names;"
 echo "examples: each program loads one libBlocksRuntime"

@@ -167,7 +167,7 @@ final class SyncContractTests: XCTestCase {
 }
 
 /// gettid(2) (which Glibc's Swift module does not expose), from /proc/thread-self → "<pid>/task/<tid>".
-private func kernelThreadID() -> Int32 {
+func kernelThreadID() -> Int32 {
     var buffer = [CChar](repeating: 0, count: 64)
     let n = readlink("/proc/thread-self", &buffer, 63)
     guard n > 0 else { return -1 }

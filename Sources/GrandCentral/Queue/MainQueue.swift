@@ -11,11 +11,29 @@ extension DispatchQueue {
 let mainQueue = DispatchQueue(role: .main, label: "com.apple.main-thread", attributes: .serial,
                               target: RootQueues.queue(qos: .userInteractive, overcommit: true))
 
-extension DispatchQueue {
-}
-
-/// Drives the main queue. `dispatch_main` parks the main thread on `wakeups` and drains the
-/// main queue whenever its wakeup (ENQUEUED) is set; the drain runs on the main thread only.
+/// Drives the main queue: whoever owns the main thread must drain it.
+///
+/// A wakeup of the main queue (its ENQUEUED bit set) makes the main thread the drain owner.
+/// Who runs the main thread decides how that drain happens:
+///
+/// - **`dispatchMain()` / `dispatch_main()` in a process without libdispatch** (every C
+///   program linked with libgrandcentral.so): the main thread parks on `wakeups` and drains
+///   the main queue itself (`run`).
+/// - **A process that has the toolchain's libdispatch loaded** (Swift programs: the Swift
+///   concurrency runtime and Foundation both link it). There the main thread belongs to
+///   libdispatch's main queue: the concurrency runtime's main executor (an `async` main,
+///   `@MainActor` code) and Foundation's `RunLoop.main` both drain it. So a wakeup hands
+///   the drain over as one `dispatch_async_f(&_dispatch_main_q, nil, drainOnHost)`, and our
+///   main queue's items run in order among theirs. `dispatchMain()` there calls libdispatch's
+///   own `dispatch_main()`, so work on both main queues keeps running, as with Dispatch
+///   (on Linux that retires the main thread and libdispatch drains its main queue on a
+///   stand-in thread; our main queue's items follow it there).
+///
+/// libdispatch is looked up at run time (`dlopen("libdispatch.so", RTLD_NOLOAD)` and
+/// `dlsym` on that handle), never linked or loaded by us: a C program keeps hard rule 1.
+/// Rejected: always parking our own main thread (an `async` main or a run loop owns it, so
+/// our main queue would never run); polling from a timer (latency, and off the main thread);
+/// linking libdispatch (forbidden for the C library).
 ///
 /// `wakeups` is a futex word that every wakeup of the main queue increments; the main
 /// thread reads it before checking for work, so a wakeup between its check and its sleep
@@ -27,17 +45,45 @@ enum MainQueueDriver {
         return p
     }()
 
+    /// True once the main thread parks in our own `run` loop: wakeups only need the futex.
+    /// Set once by the main thread; acquire/release so a waker that sees it also sees the
+    /// loop's first check of the queue.
+    static let isParked = Atomic<Bool>(false)
+
+    /// True while a drain of the main queue runs (main thread, or libdispatch's stand-in for
+    /// it): a host drain that arrives inside one (an item spinning a run loop) leaves the
+    /// items to the outer drain instead of unlocking the queue twice. Only touched by the
+    /// thread that drains the main queue.
+    nonisolated(unsafe) static var isDraining = false
+
     static func wake() {
-        _ = gc_word_add(wakeups, 1)
-        gc_futex_wake(wakeups, 1)
+        if isParked.load(ordering: .acquiring) {
+            _ = gc_word_add(wakeups, 1)
+            gc_futex_wake(wakeups, 1)
+            return
+        }
+        if let host = HostMainQueue.find() {
+            host.async(hostDrainTrampoline)
+        } else {
+            // Nobody owns the main thread yet: count the wakeup for a later `run`.
+            _ = gc_word_add(wakeups, 1)
+            gc_futex_wake(wakeups, 1)
+        }
     }
 
-    /// `dispatch_main`: never returns.
+    /// `dispatchMain()` / `dispatch_main`: never returns.
     static func run() -> Never {
         let queue = DispatchQueue.main
         if !isMainThread() {
             clientBug("dispatch_main", "called from a thread other than the main thread")
         }
+        if let host = HostMainQueue.find() {
+            // libdispatch owns the main thread from here; anything already waiting on our
+            // main queue gets one handed-over drain (a spare one finds nothing to do).
+            host.async(hostDrainTrampoline)
+            host.dispatchMain()
+        }
+        isParked.store(true, ordering: .releasing)
         while true {
             let seen = gc_word_load(wakeups)
             if QueueState(queue.state.load(ordering: .sequentiallyConsistent)).isEnqueued {
@@ -48,9 +94,22 @@ enum MainQueueDriver {
         }
     }
 
-    /// Drains the main queue on the main thread. Its ENQUEUED bit was set by a wakeup,
-    /// which makes this thread the drain owner.
+    /// A handed-over drain, run by libdispatch's main queue. Only the main queue's owner
+    /// thread runs these, one at a time, so checking ENQUEUED first is enough: a spare
+    /// drain (the queue was drained by an earlier one) finds it clear and does nothing.
+    static func drainOnHost() {
+        let queue = DispatchQueue.main
+        if isDraining { return }
+        if QueueState(queue.state.load(ordering: .sequentiallyConsistent)).isEnqueued {
+            drainMain(queue)
+        }
+    }
+
+    /// Drains the main queue on the thread that owns it. Its ENQUEUED bit was set by a
+    /// wakeup, which makes this thread the drain owner.
     static func drainMain(_ queue: DispatchQueue) {
+        isDraining = true
+        defer { isDraining = false }
         HeldQueues.entering(queue, exclusive: true) {
             while true {
                 while !QueueState(queue.state.load(ordering: .relaxed)).isSuspended, let node = queue.items.pop() {
@@ -62,5 +121,59 @@ enum MainQueueDriver {
                 if queue.tryUnlockDrain() { break }
             }
         }
+    }
+}
+
+/// The trampoline libdispatch's main queue runs for a handed-over drain.
+private let hostDrainTrampoline: DispatchFunction = { _ in MainQueueDriver.drainOnHost() }
+
+/// The toolchain's libdispatch, when something else already loaded it into this process:
+/// its main queue and the two functions the hand-over needs, found with `dlsym`.
+struct HostMainQueue {
+    typealias AsyncF = @convention(c) (UnsafeMutableRawPointer, UnsafeMutableRawPointer?, DispatchFunction) -> Void
+    typealias Main = @convention(c) () -> Void
+
+    let mainQueue: UnsafeMutableRawPointer
+    let asyncF: AsyncF
+    let main: Main
+
+    /// Cached once found (libdispatch is never unloaded: we keep the handle). Until then
+    /// each call asks the dynamic linker again, so a libdispatch that arrives later is seen.
+    nonisolated(unsafe) private static var found: HostMainQueue?
+    private static let lookup = Mutex<Void>(())
+
+    static func find() -> HostMainQueue? {
+        if let found = lookupFound() { return found }
+        return lookup.withLock { _ -> HostMainQueue? in
+            if let found = lookupFound() { return found }
+            guard let handle = dlopen("libdispatch.so", RTLD_LAZY | RTLD_NOLOAD),
+                  let queue = dlsym(handle, "_dispatch_main_q"),
+                  let asyncF = dlsym(handle, "dispatch_async_f"),
+                  let main = dlsym(handle, "dispatch_main") else { return nil }
+            let host = HostMainQueue(mainQueue: queue, asyncF: unsafeBitCast(asyncF, to: AsyncF.self),
+                                     main: unsafeBitCast(main, to: Main.self))
+            publish(host)
+            return host
+        }
+    }
+
+    /// `found` is written once under `lookup` and read without it; the flag's release/acquire
+    /// orders the write before any lock-free read.
+    private static let isFound = Atomic<Bool>(false)
+    private static func lookupFound() -> HostMainQueue? {
+        isFound.load(ordering: .acquiring) ? found : nil
+    }
+    private static func publish(_ host: HostMainQueue) {
+        found = host
+        isFound.store(true, ordering: .releasing)
+    }
+
+    /// `dispatch_async_f` onto libdispatch's main queue.
+    func async(_ function: DispatchFunction) { asyncF(mainQueue, nil, function) }
+
+    /// libdispatch's `dispatch_main()`, which does not return.
+    func dispatchMain() -> Never {
+        main()
+        fatalError("libdispatch's dispatch_main returned")
     }
 }

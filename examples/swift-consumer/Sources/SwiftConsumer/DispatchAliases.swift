@@ -1,0 +1,1 @@
+../../../../Aliases/DispatchAliases.swift

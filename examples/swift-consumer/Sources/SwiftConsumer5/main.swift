@@ -1,0 +1,1 @@
+../SwiftConsumer/main.swift
