@@ -4,7 +4,8 @@
 // binary links Foundation, hence the toolchain's libdispatch, and must never contain
 // exported dispatch_* symbols (DESIGN.md, hard rule 2). The flags that keep _Concurrency
 // out of libgrandcentral.so live in CMakeLists.txt; here they would forbid depending on
-// this package by version (SwiftPM rejects unsafeFlags in dependencies).
+// this package by version (SwiftPM rejects unsafeFlags in dependencies). For the same reason
+// only this build defines GRANDCENTRAL_EXECUTORS (queues as actor and task executors).
 import PackageDescription
 
 let package = Package(
@@ -21,7 +22,10 @@ let package = Package(
         .target(
             name: "GrandCentral",
             dependencies: ["CGrandCentral"],
-            path: "Sources/GrandCentral"
+            path: "Sources/GrandCentral",
+            // Queues as Swift concurrency executors (SwiftAPI/QueueExecutors.swift). They need
+            // _Concurrency, so only this build has them; CMake's libgrandcentral.so does not.
+            swiftSettings: [.define("GRANDCENTRAL_EXECUTORS")]
         ),
         .testTarget(
             name: "GrandCentralTests",

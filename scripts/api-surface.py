@@ -36,7 +36,7 @@ def declaration(fragments):
                 out[-1] = out[-1][:-1]
             continue
         out.append(fragment["spelling"])
-    text = "".join(out)
+    text = " ".join("".join(out).split())  # one line: attributes may be on their own
     if text.startswith("final class "):
         text = text[len("final "):]
     if text.startswith("override "):

@@ -20,6 +20,14 @@ extension DispatchQueue {
     /// A new queue with a label, QoS, attributes and target (a root queue if `nil`).
     public convenience init(label: String, qos: DispatchQoS = .unspecified, attributes: Attributes = [],
                             autoreleaseFrequency: AutoreleaseFrequency = .inherit, target: DispatchQueue? = nil) {
+        let a = Self.queueAttributes(qos: qos, attributes: attributes, autoreleaseFrequency: autoreleaseFrequency)
+        let resolvedTarget = target ?? RootQueues.queue(qos: a.qos, overcommit: !a.isConcurrent)
+        self.init(role: a.isConcurrent ? .concurrent : .serial, label: label, attributes: a, target: resolvedTarget)
+    }
+
+    /// The engine's attributes for the Swift initializers' arguments.
+    static func queueAttributes(qos: DispatchQoS, attributes: Attributes,
+                                autoreleaseFrequency: AutoreleaseFrequency) -> QueueAttributes {
         var a = attributes.contains(.concurrent) ? QueueAttributes.concurrent : QueueAttributes.serial
         a.isInitiallyInactive = attributes.contains(.initiallyInactive)
         a.qos = qos.qosClass.level
@@ -29,8 +37,7 @@ extension DispatchQueue {
         case .workItem: a.autoreleaseFrequency = 1
         case .never: a.autoreleaseFrequency = 2
         }
-        let resolvedTarget = target ?? RootQueues.queue(qos: a.qos, overcommit: !a.isConcurrent)
-        self.init(role: a.isConcurrent ? .concurrent : .serial, label: label, attributes: a, target: resolvedTarget)
+        return a
     }
 
     /// The global concurrent queue for a QoS class.
