@@ -7,7 +7,8 @@
 #                  ctest (C tests), the header matrix, and the consumer checks (examples via
 #                  pkg-config and CMake, Swift examples, linkage)
 #   make demo      install, build and run every example, then the benchmark
-#   make bench     install, then bench/run.sh (BENCH_ARGS=--quick for a faster pass)
+#   make bench     install, then bench/run.sh and the Swift rows, bench/run-swift.sh
+#                  (BENCH_ARGS=--quick for a faster pass)
 #   make sanitize  swift test under TSan and ASan, C tests against an ASan build
 #   make clean     remove build output (build/, prefix/, .build/, bench/out/)
 
@@ -25,7 +26,7 @@ BENCH_ARGS ?=
 SHELL       := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
-run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS)
+run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS) && bench/run-swift.sh $(BENCH_ARGS)
 step = @printf '\n==> %s\n' $(1)
 
 .PHONY: all deps build install test demo bench sanitize clean help

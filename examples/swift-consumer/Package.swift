@@ -6,7 +6,8 @@
 //
 //   SwiftConsumer     everyday Dispatch code beside Foundation, Swift 6 language mode
 //   SwiftConsumer5    the same source in Swift 5 language mode
-//   AsyncMain         an `async` main: @MainActor work and GrandCentral's main queue share the main thread
+//   AsyncMain         an `async` main: @MainActor work and GrandCentral's main queue share the main
+//                     thread; an actor whose executor is a DispatchSerialQueue
 //   RunLoopMain       a Foundation `RunLoop.main.run()` program that drains GrandCentral's main queue
 //   DispatchMainTool  a command-line tool that ends in `dispatchMain()` (no Foundation)
 import PackageDescription

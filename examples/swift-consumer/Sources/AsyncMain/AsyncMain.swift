@@ -10,6 +10,19 @@ import GrandCentral
 
 @MainActor func record(_ what: String) { order.append(what) }
 
+/// An actor whose code runs on a GrandCentral serial queue (its executor).
+actor Account {
+    let queue = DispatchSerialQueue(label: "com.example.account")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
+    private var balance = 0
+
+    func deposit(_ amount: Int) -> Int {
+        dispatchPrecondition(condition: .onQueue(queue))
+        balance += amount
+        return balance
+    }
+}
+
 @main
 struct AsyncMain {
     static func main() async {
@@ -41,5 +54,15 @@ struct AsyncMain {
         let sum = await fromTask.value + viaQueue
         precondition(sum == 3 && order.contains("task") && order.contains("queue"))
         print("async-main: 50 GrandCentral main-queue items ran in order on the main actor's thread, beside @MainActor tasks")
+
+        let account = Account()
+        let total = await withTaskGroup(of: Int.self, returning: Int.self) { group in
+            for _ in 0..<100 { group.addTask { await account.deposit(1) } }
+            var highest = 0
+            for await balance in group { highest = max(highest, balance) }
+            return highest
+        }
+        precondition(total == 100, "balance \(total)")
+        print("async-main: an actor on a DispatchSerialQueue took 100 concurrent deposits: \(total)")
     }
 }

@@ -1,0 +1,17 @@
+// swift-tools-version:6.0
+// The Swift rows of the benchmark: the same source (Sources/BenchGrandCentral/main.swift)
+// built twice, once importing GrandCentral and once Swift's Dispatch, run in separate
+// processes by bench/run-swift.sh, which prints the ratio per case.
+import PackageDescription
+
+let package = Package(
+    name: "SwiftBench",
+    dependencies: [.package(name: "GrandCentral", path: "../..")],
+    targets: [
+        .executableTarget(name: "BenchGrandCentral",
+                          dependencies: [.product(name: "GrandCentral", package: "GrandCentral")],
+                          swiftSettings: [.define("BENCH_GRANDCENTRAL"), .unsafeFlags(["-Ounchecked"])]),
+        .executableTarget(name: "BenchDispatch",
+                          swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+    ]
+)

@@ -1,0 +1,1 @@
+../BenchGrandCentral/main.swift
