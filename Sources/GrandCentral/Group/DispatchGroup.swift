@@ -42,6 +42,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     static let hasNotify: UInt64 = 1 << 33
     static let generationUnit: UInt64 = 1 << 34
 
+    /// A new, empty group.
     public init() {
         wakeups = .allocate(capacity: 1)
         wakeups.initialize(to: 0)

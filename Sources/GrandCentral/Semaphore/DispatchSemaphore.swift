@@ -7,6 +7,7 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
     let semaphore: FutexSemaphore
     let initialValue: Int
 
+    /// A semaphore that starts at `value` (0 to signal events, n to guard n resources).
     public init(value: Int) {
         if value < 0 { clientBug("DispatchSemaphore.init", "negative initial value") }
         semaphore = FutexSemaphore(value: value)

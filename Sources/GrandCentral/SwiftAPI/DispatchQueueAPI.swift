@@ -6,9 +6,13 @@ import CGrandCentral
 extension DispatchQueue {
     /// Attributes of a new queue: concurrent, initially inactive.
     public struct Attributes: OptionSet, Sendable {
+        /// The attribute bits.
         public let rawValue: UInt64
+        /// Attributes from their bits.
         public init(rawValue: UInt64) { self.rawValue = rawValue }
+        /// Items may run at the same time.
         public static let concurrent = Attributes(rawValue: 1 << 1)
+        /// Nothing runs until `activate()`.
         public static let initiallyInactive = Attributes(rawValue: 1 << 2)
     }
 

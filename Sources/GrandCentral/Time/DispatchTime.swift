@@ -30,10 +30,12 @@ public struct DispatchTime: Comparable, Sendable {
     /// Nanoseconds since boot (the raw value; `distantFuture` gives `UInt64.max`).
     public var uptimeNanoseconds: UInt64 { rawValue }
 
+    /// Whether `a` comes before `b`.
     public static func < (a: DispatchTime, b: DispatchTime) -> Bool {
         a.rawValue < b.rawValue
     }
 
+    /// Whether `a` and `b` are the same point in time.
     public static func == (a: DispatchTime, b: DispatchTime) -> Bool {
         a.rawValue == b.rawValue
     }
@@ -69,6 +71,7 @@ public enum DispatchTimeInterval: Equatable, Sendable {
         return product
     }
 
+    /// Whether both intervals are the same length (`.never` equals only itself).
     public static func == (lhs: DispatchTimeInterval, rhs: DispatchTimeInterval) -> Bool {
         switch (lhs, rhs) {
         case (.never, .never): return true
@@ -101,18 +104,22 @@ func negatedDelta(_ delta: Int64) -> Int64 {
     delta == Int64.min ? Int64.max : -delta
 }
 
+/// `time` moved later by `interval`, saturating at `distantFuture`.
 public func + (time: DispatchTime, interval: DispatchTimeInterval) -> DispatchTime {
     DispatchTime(rawValue: DispatchClock.time(time.rawValue, interval.nanosecondCount))
 }
 
+/// `time` moved earlier by `interval`.
 public func - (time: DispatchTime, interval: DispatchTimeInterval) -> DispatchTime {
     DispatchTime(rawValue: DispatchClock.time(time.rawValue, negatedDelta(interval.nanosecondCount)))
 }
 
+/// `time` moved later by `seconds`, saturating at `distantFuture`.
 public func + (time: DispatchTime, seconds: Double) -> DispatchTime {
     DispatchTime(rawValue: DispatchClock.time(time.rawValue, nanosecondsClamped(seconds: seconds)))
 }
 
+/// `time` moved earlier by `seconds`.
 public func - (time: DispatchTime, seconds: Double) -> DispatchTime {
     DispatchTime(rawValue: DispatchClock.time(time.rawValue, nanosecondsClamped(seconds: -seconds)))
 }

@@ -36,23 +36,28 @@ public struct DispatchWallTime: Comparable, Sendable {
         return 0 &- Int64(bitPattern: a.rawValue) < 0 &- Int64(bitPattern: b.rawValue)
     }
 
+    /// Whether `a` and `b` are the same point in time.
     public static func == (a: DispatchWallTime, b: DispatchWallTime) -> Bool {
         a.rawValue == b.rawValue
     }
 }
 
+/// `time` moved later by `interval`, saturating at `distantFuture`.
 public func + (time: DispatchWallTime, interval: DispatchTimeInterval) -> DispatchWallTime {
     DispatchWallTime(rawValue: DispatchClock.time(time.rawValue, interval.nanosecondCount))
 }
 
+/// `time` moved earlier by `interval`.
 public func - (time: DispatchWallTime, interval: DispatchTimeInterval) -> DispatchWallTime {
     DispatchWallTime(rawValue: DispatchClock.time(time.rawValue, negatedDelta(interval.nanosecondCount)))
 }
 
+/// `time` moved later by `seconds`, saturating at `distantFuture`.
 public func + (time: DispatchWallTime, seconds: Double) -> DispatchWallTime {
     DispatchWallTime(rawValue: DispatchClock.time(time.rawValue, nanosecondsClamped(seconds: seconds)))
 }
 
+/// `time` moved earlier by `seconds`.
 public func - (time: DispatchWallTime, seconds: Double) -> DispatchWallTime {
     DispatchWallTime(rawValue: DispatchClock.time(time.rawValue, nanosecondsClamped(seconds: -seconds)))
 }
