@@ -157,6 +157,42 @@ extension DispatchQueue {
         syncSlow(function, context, barrier: barrier, caller: caller)
     }
 
+    /// How the Swift API's `sync` took this queue on its inline path (`syncInlineAcquire`).
+    enum SyncInline {
+        /// Not taken: use `sync(_:_:barrier:caller:)`.
+        case none
+        /// A root queue: run inline with nothing to give back.
+        case root
+        /// One unit of width of a concurrent queue.
+        case shared
+        /// The whole queue (serial, or a barrier).
+        case exclusive
+    }
+
+    /// The fast path of `sync(_:_:barrier:caller:)` for the Swift API, which runs the closure
+    /// itself in its own frame (no function-and-context conversion, no allocation, no generic
+    /// helper) when this is a root queue, or an idle queue directly above one that it can
+    /// take at once. The caller gives the queue back with `syncInlineRelease`.
+    @inline(__always)
+    final func syncInlineAcquire(barrier: Bool) -> SyncInline {
+        if role == .root { return .root }
+        guard role != .main, let target = unmanagedTarget,
+              target._withUnsafeGuaranteedRef({ $0.role == .root }) else { return .none }
+        let exclusive = barrier || isSerial
+        guard trySyncAcquire(exclusive: exclusive) else { return .none }
+        return exclusive ? .exclusive : .shared
+    }
+
+    /// Gives back what `syncInlineAcquire` took.
+    @inline(__always)
+    final func syncInlineRelease(_ taken: SyncInline) {
+        switch taken {
+        case .none, .root: return
+        case .shared: syncRelease(exclusive: false)
+        case .exclusive: syncRelease(exclusive: true)
+        }
+    }
+
     @inline(never)
     final func syncSlow(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                         barrier: Bool, caller: StaticString) {

@@ -177,17 +177,33 @@ extension DispatchQueue {
 
     /// Runs `work` on this queue and returns when it has finished.
     public func sync(execute work: () -> Void) {
+        let taken = syncInlineAcquire(barrier: false)
+        if taken != .none {
+            defer { syncInlineRelease(taken) }
+            return HeldQueues.entering(self, exclusive: taken == .exclusive, work)
+        }
         syncVoid(barrier: false, work)
     }
 
     /// Runs `work` on this queue and returns its result, or rethrows its error.
     public func sync<T>(execute work: () throws -> T) rethrows -> T {
-        try syncHelper(barrier: false, execute: work, rescue: { throw $0 })
+        let taken = syncInlineAcquire(barrier: false)
+        if taken != .none {
+            defer { syncInlineRelease(taken) }
+            return try HeldQueues.entering(self, exclusive: taken == .exclusive, work)
+        }
+        return try syncHelper(barrier: false, execute: work, rescue: { throw $0 })
     }
 
     /// Runs `work` on this queue (as a barrier if `flags` says so) and returns its result.
     public func sync<T>(flags: DispatchWorkItemFlags, execute work: () throws -> T) rethrows -> T {
-        try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
+        let barrier = flags.contains(.barrier)
+        let taken = syncInlineAcquire(barrier: barrier)
+        if taken != .none {
+            defer { syncInlineRelease(taken) }
+            return try HeldQueues.entering(self, exclusive: taken == .exclusive, work)
+        }
+        return try syncHelper(barrier: barrier, execute: work, rescue: { throw $0 })
     }
 
     /// Darwin's spelling of `sync(execute:)` for a work item (not in Dispatch on Linux).
