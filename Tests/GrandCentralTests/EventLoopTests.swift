@@ -120,7 +120,7 @@ final class EventLoopTests: XCTestCase {
         for _ in 0..<20_000 {
             let deadline = UInt64.random(in: 1...1_000_000, using: &generator)
             let node = TimerNode(clock: .uptime, deadline: deadline, leeway: UInt64.random(in: 0...1_000, using: &generator),
-                                 isScheduled: true, fire: recordFire, context: nil)
+                                 fire: recordFire, context: nil)
             nodes.append(node)
             heap.insert(node)
         }
@@ -151,7 +151,7 @@ final class EventLoopTests: XCTestCase {
     func testTimerHeapBreaksTiesInInsertionOrder() {
         var heap = TimerHeap()
         let nodes = (0..<100).map { _ in
-            TimerNode(clock: .uptime, deadline: 42, leeway: 0, isScheduled: true, fire: recordFire, context: nil)
+            TimerNode(clock: .uptime, deadline: 42, leeway: 0, fire: recordFire, context: nil)
         }
         nodes.forEach { heap.insert($0) }
         var order: [TimerNode] = []
@@ -160,8 +160,7 @@ final class EventLoopTests: XCTestCase {
     }
 
     func testLeewayIsCappedBelowTheUnarmedMarker() {
-        let node = TimerNode(clock: .uptime, deadline: 10, leeway: UInt64.max, isScheduled: true,
-                             fire: recordFire, context: nil)
+        let node = TimerNode(clock: .uptime, deadline: 10, leeway: UInt64.max, fire: recordFire, context: nil)
         XCTAssertEqual(node.latest, DispatchClock.limit)
     }
 

@@ -1,115 +1,114 @@
 import Synchronization
 
-/// A pending timer: what to call, when, and how late it may be.
+/// The timers of one clock, and the policy that decides when the event thread wakes up
+/// for them.
 ///
-/// Lifetime: the `TimerToken` the scheduler holds, the event loop's inboxes (an unmanaged
-/// +1 while the node is linked there) and the `TimerHeap` (a strong reference while the
-/// node is in it) each keep the node alive.
+/// The policy. A timer never fires early, and a timer with nothing to coalesce with fires
+/// at its deadline (within scheduler noise), whatever its leeway. Leeway exists only so
+/// that timers whose windows [dᵢ, dᵢ + lᵢ] overlap can share one wakeup. So the clock's
+/// timerfd is armed at
 ///
-/// Fields and who may touch them:
-/// - `clock`, `deadline`, `latest`, `fire`, `context`, `isScheduled`: immutable after init.
-/// - `state`: shared, atomic (see `TimerState`).
-/// - `scheduleLink`, `cancelLink`: the intrusive links of the event loop's two inboxes.
-///   Each is written once, by the thread that pushes the node, before the compare-exchange
-///   that publishes it, and read by the event thread after the exchange that takes the
-///   list; those two atomics order the plain accesses.
-/// - `sequence`, `deadlineSlot`, `latestSlot`: the event thread only.
-final class TimerNode: @unchecked Sendable {
-    let clock: DispatchClock.Kind
-    /// The instant the timer may fire, in nanoseconds on `clock`.
-    let deadline: UInt64
-    /// `deadline + leeway` (saturating at `DispatchClock.limit`): the instant it should
-    /// have fired by.
-    let latest: UInt64
-    let fire: DispatchFunction
-    let context: UnsafeMutableRawPointer?
-    /// False for a FOREVER deadline: the node never enters the event loop.
-    let isScheduled: Bool
-
-    let state = Atomic<UInt8>(TimerState.pending)
-
-    var scheduleLink: UnsafeMutableRawPointer?
-    var cancelLink: UnsafeMutableRawPointer?
-
-    /// Insertion order, breaking ties between equal deadlines (first scheduled, first fired).
-    var sequence: UInt64 = 0
-    /// Position in the heap's deadline order, or -1 when the node is not in a heap.
-    var deadlineSlot = -1
-    /// Position in the heap's latest-instant order, or -1.
-    var latestSlot = -1
-
-    init(clock: DispatchClock.Kind, deadline: UInt64, leeway: UInt64, isScheduled: Bool,
-         fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
-        self.clock = clock
-        self.deadline = deadline
-        // Capped below UInt64.max, which the event loop reserves for "not armed".
-        let (latest, overflow) = deadline.addingReportingOverflow(leeway)
-        self.latest = overflow ? DispatchClock.limit : min(latest, DispatchClock.limit)
-        self.isScheduled = isScheduled
-        self.fire = fire
-        self.context = context
-    }
-}
-
-/// The life of a timer, in `TimerNode.state`. Every transition leaves `pending` and is a
-/// compare-exchange, so exactly one of "fire" and "cancel" wins:
+///     A = max { dᵢ : dᵢ ≤ L },   L = min over j of (dⱼ + lⱼ)
 ///
-///     pending ──(event thread, deadline passed)──▶ fired
-///        └─────(cancelTimer)──────────────────────▶ cancelled
+/// the latest deadline among the timers whose deadline is not after the earliest window
+/// end, and at that wakeup every timer whose deadline has passed fires. Each timer in that
+/// group has dᵢ ≤ A ≤ L ≤ dᵢ + lᵢ: it fires inside its window, and the group fires
+/// together. Every other timer has its deadline after L, so it is not due yet. A lone timer
+/// has A = its deadline. Rejected: arming at L (what this heap did before: every timer
+/// fired as late as its leeway allowed, so a lone 6 s `dispatch_after` with the default
+/// 10 % leeway fired at 6.6 s), and libdispatch's fixed coalescing windows per QoS
+/// (simpler, but they move the fire time of a timer that has nothing to coalesce with).
 ///
-/// Exclusivity alone would work with relaxed ordering: the node's fields are immutable and
-/// were published by the inbox. The exchanges are acquiring-and-releasing so that whoever
-/// wins owns the context with everything the loser did before it: a canceller that won
-/// may free the context, and a `fire` callback sees the writes made before a failed
-/// cancel. (On x86 a compare-exchange is a full barrier anyway.)
-enum TimerState {
-    static let pending: UInt8 = 0
-    static let fired: UInt8 = 1
-    static let cancelled: UInt8 = 2
-}
-
-/// The timers of one clock, kept in two orders at once:
-///
-/// - by deadline, to find every timer that is due (`popDue`) in deadline order;
-/// - by latest instant (deadline + leeway), to know when the event thread must wake up
-///   (`earliestLatest`).
-///
-/// Arming the clock's timerfd at the smallest `deadline + leeway` is the latest wakeup
-/// that still honours every timer's leeway, and it is never before the earliest deadline
-/// (a timer's `latest` is at least its deadline). At that wakeup every timer whose
-/// deadline has passed fires: leeway coalesces timers into one wakeup. One heap keyed by
-/// deadline alone cannot answer "smallest latest"; a sorted structure would cost more than
-/// two binary heaps. Insert, remove and pop are O(log n); each node records its slot in
-/// both heaps so a cancelled timer is removed in place.
+/// Computing A. The timers are kept in two binary heaps at once: by deadline (to pop every
+/// due timer in deadline order, `popDue`) and by latest instant (its top is L). A is the
+/// largest deadline ≤ L in the deadline heap: a walk from the root that prunes every node
+/// whose deadline is after L (its children's deadlines are later still). The walk visits
+/// the timers that will fire at A, plus at most two pruned children of each, so its cost
+/// is paid for by the fires it precedes. It is cached: inserting a timer updates A in O(1)
+/// unless the timer lowers L below A, and removing one leaves A alone unless it was the
+/// timer at A or at L; only then does `wakeupInstant()` walk again. With 10,000 timers an
+/// hour away and nothing changing, asking costs one comparison. Insert, remove and pop
+/// stay O(log n); each node records its slot in both heaps so it is removed in place.
 ///
 /// Owned by the event thread: nothing else reads or writes a `TimerHeap`.
 struct TimerHeap {
     private var byDeadline = BinaryTimerHeap<DeadlineOrder>()
     private var byLatest = BinaryTimerHeap<LatestOrder>()
     private var nextSequence: UInt64 = 0
+    /// A, when `wakeupIsCurrent`.
+    private var cachedWakeup: UInt64 = 0
+    /// False when an insertion or removal may have changed A in a way the O(1) update
+    /// cannot follow. True for an empty heap.
+    private var wakeupIsCurrent = true
+    /// The walk's stack of slots, kept to avoid an allocation per walk.
+    private var walk = ContiguousArray<Int>()
+    /// How many walks `wakeupInstant()` made (for tests of the cache).
+    private(set) var walks = 0
 
     var count: Int { byDeadline.count }
     var isEmpty: Bool { byDeadline.count == 0 }
 
-    /// The smallest `deadline + leeway`: when the clock's timer must next expire.
+    /// L: the smallest `deadline + leeway`.
     var earliestLatest: UInt64? { byLatest.top?.latest }
     /// The smallest deadline.
     var earliestDeadline: UInt64? { byDeadline.top?.deadline }
 
+    /// A: the instant the clock's timerfd should expire, nil when there is no timer.
+    mutating func wakeupInstant() -> UInt64? {
+        guard let bound = byLatest.top?.latest else { return nil }
+        if wakeupIsCurrent { return cachedWakeup }
+        walks += 1
+        var best: UInt64 = 0
+        let count = byDeadline.count
+        walk.removeAll(keepingCapacity: true)
+        walk.append(0)
+        while let slot = walk.popLast() {
+            let deadline = byDeadline.deadline(at: slot)
+            if deadline > bound { continue }  // and so is every deadline below it
+            if deadline > best { best = deadline }
+            let child = 2 &* slot &+ 1
+            if child < count { walk.append(child) }
+            if child &+ 1 < count { walk.append(child &+ 1) }
+        }
+        cachedWakeup = best
+        wakeupIsCurrent = true
+        return best
+    }
+
+    /// Inserts `node` with its `deadline` and `latest` (the event thread sets them first).
     mutating func insert(_ node: TimerNode) {
         precondition(node.deadlineSlot < 0, "timer inserted twice")
         node.sequence = nextSequence
         nextSequence &+= 1
+        let oldBound = byLatest.top?.latest
         byDeadline.insert(node)
         byLatest.insert(node)
+        guard wakeupIsCurrent else { return }
+        guard let oldBound else {
+            cachedWakeup = node.deadline  // a lone timer: A is its deadline
+            return
+        }
+        if node.latest >= oldBound {
+            // L stays; the node joins the group if its deadline is within it.
+            if node.deadline <= oldBound && node.deadline > cachedWakeup { cachedWakeup = node.deadline }
+        } else if cachedWakeup <= node.latest {
+            // L drops to node.latest but not below A: the timer at A stays in the group,
+            // which loses only deadlines above the new L (none are above A), and gains
+            // the node (its deadline is at most its latest).
+            if node.deadline > cachedWakeup { cachedWakeup = node.deadline }
+        } else {
+            wakeupIsCurrent = false
+        }
     }
 
     /// Removes `node` if it is in the heap; returns whether it was.
     @discardableResult
     mutating func remove(_ node: TimerNode) -> Bool {
         guard node.deadlineSlot >= 0 else { return false }
+        let oldBound = byLatest.top!.latest
         byDeadline.remove(node)
         byLatest.remove(node)
+        noteRemoval(of: node, oldBound: oldBound)
         return true
     }
 
@@ -117,9 +116,20 @@ struct TimerHeap {
     /// before `now`.
     mutating func popDue(now: UInt64) -> TimerNode? {
         guard let top = byDeadline.top, top.deadline <= now else { return nil }
+        let oldBound = byLatest.top!.latest
         byDeadline.remove(top)
         byLatest.remove(top)
+        noteRemoval(of: top, oldBound: oldBound)
         return top
+    }
+
+    /// Keeps the cached A after a removal: unchanged when L did not move and the node was
+    /// neither the timer at A nor in the group (a deadline below A, or after L).
+    private mutating func noteRemoval(of node: TimerNode, oldBound: UInt64) {
+        guard wakeupIsCurrent else { return }
+        guard let bound = byLatest.top?.latest else { return }  // empty: current, nil
+        if bound == oldBound && (node.deadline < cachedWakeup || node.deadline > oldBound) { return }
+        wakeupIsCurrent = false
     }
 }
 
@@ -152,10 +162,14 @@ enum LatestOrder: TimerOrder {
 /// node itself (so removal of an arbitrary node is O(log n)). A node not in the heap has
 /// slot -1.
 struct BinaryTimerHeap<Order: TimerOrder> {
-    private var nodes = ContiguousArray<TimerNode>()
+    fileprivate var nodes = ContiguousArray<TimerNode>()
 
     var count: Int { nodes.count }
     var top: TimerNode? { nodes.first }
+
+    /// The key of the node at `slot` (for the wakeup walk).
+    @inline(__always)
+    func deadline(at slot: Int) -> UInt64 { nodes[slot].deadline }
 
     mutating func insert(_ node: TimerNode) {
         nodes.append(node)
@@ -224,4 +238,14 @@ extension TimerHeap {
     func checkInvariants() -> Bool {
         byDeadline.checkInvariants() && byLatest.checkInvariants() && byDeadline.count == byLatest.count
     }
+
+    /// A by brute force over every node (for tests of `wakeupInstant()`).
+    func wakeupByBruteForce() -> UInt64? {
+        guard let bound = earliestLatest else { return nil }
+        return byDeadline.allNodes.lazy.map(\.deadline).filter { $0 <= bound }.max()
+    }
+}
+
+extension BinaryTimerHeap {
+    var allNodes: ContiguousArray<TimerNode> { nodes }
 }
