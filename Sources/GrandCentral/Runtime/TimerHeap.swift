@@ -30,7 +30,11 @@ import Synchronization
 /// hour away and nothing changing, asking costs one comparison. Insert, remove and pop
 /// stay O(log n); each node records its slot in both heaps so it is removed in place.
 ///
-/// Owned by the event thread: nothing else reads or writes a `TimerHeap`.
+/// Owned by the event thread: nothing else reads or writes a `TimerHeap`. The heap holds
+/// one strong reference to each node in it (taken by `insert`, given up by `remove` and
+/// `popDue`), kept unmanaged so that sifting moves plain words; a heap dropped with timers
+/// still in it leaks them (the event loop's heaps live as long as the process; tests
+/// drop a few).
 struct TimerHeap {
     private var byDeadline = TimerHeapOrdering<DeadlineOrder>()
     private var byLatest = TimerHeapOrdering<LatestOrder>()
