@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The timers of one clock, and the policy that decides when the event thread wakes up
 /// for them.
 ///
@@ -19,16 +17,25 @@ import Synchronization
 /// 10 % leeway fired at 6.6 s), and libdispatch's fixed coalescing windows per QoS
 /// (simpler, but they move the fire time of a timer that has nothing to coalesce with).
 ///
-/// Computing A. The timers are kept in two heaps at once: by deadline (to pop every
-/// due timer in deadline order, `popDue`) and by latest instant (its top is L). A is the
-/// largest deadline ≤ L in the deadline heap: a walk from the root that prunes every node
-/// whose deadline is after L (its children's deadlines are later still). The walk visits
-/// the timers that will fire at A, plus at most two pruned children of each, so its cost
-/// is paid for by the fires it precedes. It is cached: inserting a timer updates A in O(1)
-/// unless the timer lowers L below A, and removing one leaves A alone unless it was the
-/// timer at A or at L; only then does `wakeupInstant()` walk again. With 10,000 timers an
-/// hour away and nothing changing, asking costs one comparison. Insert, remove and pop
-/// stay O(log n); each node records its slot in both heaps so it is removed in place.
+/// Computing L and A. The timers are in one heap, ordered by deadline (`popDue` takes every
+/// due timer in deadline order). L needs no second heap: a timer whose deadline is after L
+/// has its window end after L too, so L is the smallest window end among the group
+/// { dᵢ ≤ L } itself. `wakeupInstant()` visits the heap best-first, in deadline order
+/// (a small frontier heap of slots), lowering a bound from +∞ to each visited timer's
+/// window end, and stops at the first deadline past the bound. Every visited timer has its
+/// deadline at or before the final bound (a later window end cannot be earlier than an
+/// earlier deadline), so the walk visits exactly the group, ends with bound = L, and the
+/// last deadline it visited is A. Its cost, O(g log g) for a group of g timers, is paid for
+/// by the g fires at A that follow. It is cached: inserting a timer updates L and A in
+/// O(1) unless the timer lowers L below A, and removing one leaves them alone unless it
+/// was in the group and was the timer at A or at L; only then does the next call walk.
+/// With 10,000 timers an hour away and nothing changing, asking costs one comparison.
+/// Rejected: a second heap ordered by window end (what this heap had before) gives L in
+/// O(1) but doubles the sifting of every insert and fire, which with 100,000 timers was
+/// the largest part of the event thread's time.
+///
+/// Insert, remove and pop are O(log n); each node records its slot, so a re-armed or
+/// cancelled timer is removed in place.
 ///
 /// Owned by the event thread: nothing else reads or writes a `TimerHeap`. The heap holds
 /// one strong reference to each node in it (taken by `insert`, given up by `remove` and
@@ -36,50 +43,59 @@ import Synchronization
 /// still in it leaks them (the event loop's heaps live as long as the process; tests
 /// drop a few).
 struct TimerHeap {
-    private var byDeadline = TimerHeapOrdering<DeadlineOrder>()
-    private var byLatest = TimerHeapOrdering<LatestOrder>()
+    private var entries = TimerDeadlineHeap()
     private var nextSequence: UInt64 = 0
-    /// A, when `wakeupIsCurrent`.
+    /// A and L, when `wakeupIsCurrent`.
     private var cachedWakeup: UInt64 = 0
-    /// False when an insertion or removal may have changed A in a way the O(1) update
-    /// cannot follow. True for an empty heap.
+    private var cachedBound: UInt64 = 0
+    /// False when an insertion or removal may have changed A or L in a way the O(1)
+    /// update cannot follow. True for an empty heap.
     private var wakeupIsCurrent = true
-    /// The walk's stack of slots, kept to avoid an allocation per walk.
-    private var walk = ContiguousArray<Int>()
+    /// The walk's frontier: a binary min-heap of slots by deadline, kept between walks to
+    /// avoid an allocation per walk.
+    private var frontier = ContiguousArray<Int>()
     /// How many walks `wakeupInstant()` made (for tests of the cache).
     private(set) var walks = 0
 
-    var count: Int { byDeadline.count }
-    var isEmpty: Bool { byDeadline.count == 0 }
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.count == 0 }
 
-    /// L: the smallest `deadline + leeway`.
-    var earliestLatest: UInt64? { byLatest.topKey }
     /// The smallest deadline.
-    var earliestDeadline: UInt64? { byDeadline.topKey }
+    var earliestDeadline: UInt64? { entries.count > 0 ? entries[0].deadline : nil }
+
+    /// L: the smallest `deadline + leeway`, nil when there is no timer.
+    mutating func windowEnd() -> UInt64? {
+        guard wakeupInstant() != nil else { return nil }
+        return cachedBound
+    }
 
     /// A: the instant the clock's timerfd should expire, nil when there is no timer.
     mutating func wakeupInstant() -> UInt64? {
-        guard let bound = byLatest.topKey else { return nil }
+        if entries.count == 0 { return nil }
         if wakeupIsCurrent { return cachedWakeup }
         walks += 1
-        var best: UInt64 = 0
-        let count = byDeadline.count
-        walk.removeAll(keepingCapacity: true)
-        walk.append(0)
-        while let slot = walk.popLast() {
-            let deadline = byDeadline.key(at: slot)
-            if deadline > bound { continue }  // and so is every deadline below it
-            if deadline > best { best = deadline }
-            var child = TimerHeapOrdering<DeadlineOrder>.firstChild(of: slot)
+        var bound = UInt64.max
+        var wakeup: UInt64 = 0
+        frontier.removeAll(keepingCapacity: true)
+        frontier.append(0)
+        let count = entries.count
+        while !frontier.isEmpty {
+            let slot = popFrontier()
+            let entry = entries[slot]
+            if entry.deadline > bound { break }  // and every timer not visited yet
+            wakeup = entry.deadline               // visited in deadline order
+            if entry.latest < bound { bound = entry.latest }
+            var child = TimerDeadlineHeap.firstChild(of: slot)
             let end = min(child &+ 4, count)
             while child < end {
-                walk.append(child)
+                if entries[child].deadline <= bound { pushFrontier(child) }
                 child &+= 1
             }
         }
-        cachedWakeup = best
+        cachedWakeup = wakeup
+        cachedBound = bound
         wakeupIsCurrent = true
-        return best
+        return wakeup
     }
 
     /// Inserts `node` with its `deadline` and `latest` (the event thread sets them first).
@@ -87,23 +103,28 @@ struct TimerHeap {
         precondition(node.deadlineSlot < 0, "timer inserted twice")
         node.sequence = nextSequence
         nextSequence &+= 1
-        let oldBound = byLatest.topKey
+        let wasEmpty = entries.count == 0
         // The heap's strong reference, released when the node leaves (remove, popDue).
         _ = Unmanaged.passRetained(node)
-        byDeadline.insert(node)
-        byLatest.insert(node)
-        guard wakeupIsCurrent else { return }
-        guard let oldBound else {
+        entries.insert(node)
+        if wasEmpty {
             cachedWakeup = node.deadline  // a lone timer: A is its deadline
+            cachedBound = node.latest
+            wakeupIsCurrent = true
             return
         }
-        if node.latest >= oldBound {
-            // L stays; the node joins the group if its deadline is within it.
-            if node.deadline <= oldBound && node.deadline > cachedWakeup { cachedWakeup = node.deadline }
+        guard wakeupIsCurrent else { return }
+        if node.deadline > cachedBound {
+            return  // after the group: neither L nor A moves
+        }
+        if node.latest >= cachedBound {
+            // L stays; the node joins the group.
+            if node.deadline > cachedWakeup { cachedWakeup = node.deadline }
         } else if cachedWakeup <= node.latest {
             // L drops to node.latest but not below A: the timer at A stays in the group,
             // which loses only deadlines above the new L (none are above A), and gains
             // the node (its deadline is at most its latest).
+            cachedBound = node.latest
             if node.deadline > cachedWakeup { cachedWakeup = node.deadline }
         } else {
             wakeupIsCurrent = false
@@ -114,10 +135,8 @@ struct TimerHeap {
     @discardableResult
     mutating func remove(_ node: TimerNode) -> Bool {
         guard node.deadlineSlot >= 0 else { return false }
-        let oldBound = byLatest.topKey!
-        byDeadline.remove(node)
-        byLatest.remove(node)
-        noteRemoval(of: node, oldBound: oldBound)
+        entries.remove(node)
+        noteRemoval(of: node)
         Unmanaged.passUnretained(node).release()  // the caller still holds one
         return true
     }
@@ -125,93 +144,109 @@ struct TimerHeap {
     /// Removes and returns the timer with the earliest deadline if that deadline is at or
     /// before `now`.
     mutating func popDue(now: UInt64) -> TimerNode? {
-        guard let key = byDeadline.topKey, key <= now else { return nil }
-        let top = byDeadline.top!
-        let oldBound = byLatest.topKey!
-        byDeadline.remove(top)
-        byLatest.remove(top)
-        noteRemoval(of: top, oldBound: oldBound)
+        guard entries.count > 0, entries[0].deadline <= now else { return nil }
+        let top = entries[0].node.takeUnretainedValue()
+        entries.remove(top)
+        noteRemoval(of: top)
         Unmanaged.passUnretained(top).release()  // `top` is the caller's reference now
         return top
     }
 
-    /// Keeps the cached A after a removal: unchanged when L did not move and the node was
-    /// neither the timer at A nor in the group (a deadline below A, or after L).
-    private mutating func noteRemoval(of node: TimerNode, oldBound: UInt64) {
-        guard wakeupIsCurrent else { return }
-        guard let bound = byLatest.topKey else { return }  // empty: current, nil
-        if bound == oldBound && (node.deadline < cachedWakeup || node.deadline > oldBound) { return }
+    /// Keeps the cached A and L after a removal: unchanged when the node was not in the
+    /// group, or was in it but neither at A nor at L (a deadline below A, a window end
+    /// after L; a timer outside the group has its window end after L).
+    private mutating func noteRemoval(of node: TimerNode) {
+        guard wakeupIsCurrent, entries.count > 0 else { return }  // empty: current, nil
+        if node.deadline > cachedBound { return }
+        if node.latest > cachedBound && node.deadline < cachedWakeup { return }
         wakeupIsCurrent = false
     }
-}
 
-/// One ordering of timer nodes, for `TimerHeapOrdering`.
-protocol TimerOrder {
-    static func key(of node: TimerNode) -> UInt64
-    static func slot(of node: TimerNode) -> Int
-    static func setSlot(of node: TimerNode, to slot: Int)
-}
+    // The frontier: a binary min-heap of slots ordered by their entries' deadlines.
 
-enum DeadlineOrder: TimerOrder {
-    @inline(__always) static func key(of node: TimerNode) -> UInt64 { node.deadline }
-    @inline(__always) static func slot(of node: TimerNode) -> Int { node.deadlineSlot }
-    @inline(__always) static func setSlot(of node: TimerNode, to slot: Int) { node.deadlineSlot = slot }
-}
+    private mutating func pushFrontier(_ slot: Int) {
+        frontier.append(slot)
+        var child = frontier.count - 1
+        let key = entries[slot].deadline
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard key < entries[frontier[parent]].deadline else { break }
+            frontier[child] = frontier[parent]
+            child = parent
+        }
+        frontier[child] = slot
+    }
 
-enum LatestOrder: TimerOrder {
-    @inline(__always) static func key(of node: TimerNode) -> UInt64 { node.latest }
-    @inline(__always) static func slot(of node: TimerNode) -> Int { node.latestSlot }
-    @inline(__always) static func setSlot(of node: TimerNode, to slot: Int) { node.latestSlot = slot }
-}
-
-/// A heap entry: the node's key and tie-breaker copied next to it, so that sifting and the
-/// wakeup walk compare entries in one contiguous array without loading the nodes (with
-/// 100,000 timers, chasing node pointers was most of the event thread's time). A node's
-/// key does not change while it is in a heap: the event thread takes a node out before
-/// it changes its deadline or latest instant.
-struct TimerHeapEntry {
-    var key: UInt64
-    var sequence: UInt64
-    /// Unowned here: `TimerHeap` holds the one strong reference for both orders.
-    var node: Unmanaged<TimerNode>
-
-    @inline(__always)
-    func precedes(_ other: TimerHeapEntry) -> Bool {
-        key != other.key ? key < other.key : sequence < other.sequence
+    private mutating func popFrontier() -> Int {
+        let top = frontier[0]
+        let last = frontier.removeLast()
+        if frontier.isEmpty { return top }
+        let key = entries[last].deadline
+        var parent = 0
+        let count = frontier.count
+        while true {
+            var child = 2 * parent + 1
+            if child >= count { break }
+            if child + 1 < count && entries[frontier[child + 1]].deadline < entries[frontier[child]].deadline {
+                child += 1
+            }
+            guard entries[frontier[child]].deadline < key else { break }
+            frontier[parent] = frontier[child]
+            parent = child
+        }
+        frontier[parent] = last
+        return top
     }
 }
 
-/// A 4-ary min-heap of timer nodes in `Order`, which records each node's index in the node
-/// itself (so removal of an arbitrary node is O(log n)). A node not in the heap has slot
-/// -1. Four children per node rather than two: half the depth, and the four children sit
-/// in one or two cache lines, so a sift touches fewer lines.
-struct TimerHeapOrdering<Order: TimerOrder> {
+/// A heap entry: the node's deadline, window end and tie-breaker copied next to it, so
+/// that sifting and the wakeup walk read one contiguous array without loading the nodes
+/// (with 100,000 timers, chasing node pointers was most of the event thread's time). A
+/// node's deadline and latest do not change while it is in the heap: the event thread
+/// takes a node out before it changes them.
+struct TimerHeapEntry {
+    var deadline: UInt64
+    var latest: UInt64
+    var sequence: UInt64
+    /// Unowned here: `TimerHeap` holds the strong reference.
+    var node: Unmanaged<TimerNode>
+
+    /// Deadline order; equal deadlines in insertion order (first armed, first fired).
+    @inline(__always)
+    func precedes(_ other: TimerHeapEntry) -> Bool {
+        deadline != other.deadline ? deadline < other.deadline : sequence < other.sequence
+    }
+}
+
+/// A 4-ary min-heap of timer entries by deadline, which records each node's index in the
+/// node itself (`deadlineSlot`, so removal of an arbitrary node is O(log n)); a node not in
+/// the heap has slot -1. Four children per node rather than two: half the depth, and the
+/// four children sit in one or two cache lines, so a sift touches fewer lines.
+struct TimerDeadlineHeap {
     private var entries = ContiguousArray<TimerHeapEntry>()
 
     var count: Int { entries.count }
-    var top: TimerNode? { entries.first?.node.takeUnretainedValue() }
-    var topKey: UInt64? { entries.first?.key }
 
-    /// The key at `slot` (for the wakeup walk).
     @inline(__always)
-    func key(at slot: Int) -> UInt64 { entries[slot].key }
+    subscript(slot: Int) -> TimerHeapEntry { entries[slot] }
 
-    /// The slots of the children of `slot`: `firstChild(of:) ..< min(+4, count)`.
+    /// The first child of `slot`; its children are `firstChild ..< min(firstChild + 4, count)`.
     @inline(__always)
     static func firstChild(of slot: Int) -> Int { 4 &* slot &+ 1 }
 
     mutating func insert(_ node: TimerNode) {
-        entries.append(TimerHeapEntry(key: Order.key(of: node), sequence: node.sequence,
+        entries.append(TimerHeapEntry(deadline: node.deadline, latest: node.latest, sequence: node.sequence,
                                       node: Unmanaged.passUnretained(node)))
         siftUp(entries.count - 1)
     }
 
     mutating func remove(_ node: TimerNode) {
-        let slot = Order.slot(of: node)
-        precondition(slot >= 0 && slot < entries.count && entries[slot].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque(),
+        let slot = node.deadlineSlot
+        precondition(slot >= 0 && slot < entries.count
+                     && entries[slot].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque(),
                      "timer not in this heap")
         let last = entries.removeLast()
-        Order.setSlot(of: node, to: -1)
+        node.deadlineSlot = -1
         guard slot < entries.count else { return }  // it was the last one
         entries[slot] = last
         if slot > 0 && last.precedes(entries[(slot &- 1) / 4]) {
@@ -223,7 +258,7 @@ struct TimerHeapOrdering<Order: TimerOrder> {
 
     @inline(__always)
     private func place(_ entry: TimerHeapEntry, at slot: Int) {
-        entry.node._withUnsafeGuaranteedRef { Order.setSlot(of: $0, to: slot) }
+        entry.node._withUnsafeGuaranteedRef { $0.deadlineSlot = slot }
     }
 
     private mutating func siftUp(_ start: Int) {
@@ -267,25 +302,24 @@ struct TimerHeapOrdering<Order: TimerOrder> {
     func checkInvariants() -> Bool {
         for i in entries.indices {
             let node = entries[i].node.takeUnretainedValue()
-            if Order.slot(of: node) != i || Order.key(of: node) != entries[i].key { return false }
+            if node.deadlineSlot != i || node.deadline != entries[i].deadline || node.latest != entries[i].latest {
+                return false
+            }
             if i > 0 && entries[i].precedes(entries[(i - 1) / 4]) { return false }
         }
         return true
     }
-
-    /// Every key (for tests).
-    var allKeys: [UInt64] { entries.map(\.key) }
 }
 
 extension TimerHeap {
-    /// Debug check of both orders (for tests).
-    func checkInvariants() -> Bool {
-        byDeadline.checkInvariants() && byLatest.checkInvariants() && byDeadline.count == byLatest.count
-    }
+    /// Debug check of the heap (for tests).
+    func checkInvariants() -> Bool { entries.checkInvariants() }
 
-    /// A by brute force over every node (for tests of `wakeupInstant()`).
-    func wakeupByBruteForce() -> UInt64? {
-        guard let bound = earliestLatest else { return nil }
-        return byDeadline.allKeys.filter { $0 <= bound }.max()
+    /// (A, L) by brute force over every timer (for tests of `wakeupInstant()`).
+    func wakeupByBruteForce() -> (wakeup: UInt64, bound: UInt64)? {
+        guard entries.count > 0 else { return nil }
+        let all = (0..<entries.count).map { entries[$0] }
+        let bound = all.map(\.latest).min()!
+        return (all.map(\.deadline).filter { $0 <= bound }.max()!, bound)
     }
 }

@@ -46,7 +46,7 @@ import Synchronization
 ///   exchange that takes the list; those two atomics order the plain accesses. A node is
 ///   in the inbox at most once (`request.isQueued`).
 /// - `clock`, `deadline`, `latest`, `appliedArm`, `sequence`, `deadlineSlot`,
-///   `latestSlot`, `isRetired`: the event thread only. The heap orders nodes by these; a
+///   `isRetired`: the event thread only. The heap orders nodes by these; a
 ///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
 ///   arm is firing.
 final class TimerNode: @unchecked Sendable {
@@ -70,10 +70,8 @@ final class TimerNode: @unchecked Sendable {
     var appliedArm: UInt64 = 0
     /// Insertion order, breaking ties between equal deadlines (first armed, first fired).
     var sequence: UInt64 = 0
-    /// Position in the heap's deadline order, or -1 when the node is not in a heap.
+    /// Position in its clock's heap, or -1 when the node is not in a heap.
     var deadlineSlot = -1
-    /// Position in the heap's latest-instant order, or -1.
-    var latestSlot = -1
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
 
