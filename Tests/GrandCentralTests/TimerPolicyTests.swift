@@ -172,12 +172,20 @@ final class TimerPolicyTests: XCTestCase {
                     XCTAssertTrue(heap.remove(n))
                 }
             default:
-                // The event thread's pass: fire everything due by A.
+                // The event thread's pass: fire everything due by A, with a few timers
+                // that arrive already due (they skip the heap) merged in deadline order.
                 if let wake = heap.wakeupInstant() {
                     now = max(now, wake)
+                    for _ in 0..<Int.random(in: 0...3, using: &generator) {
+                        let late = node(UInt64.random(in: 0...now, using: &generator), 1 * ms)
+                        heap.insert(late, now: now)
+                        present.append(late)
+                    }
+                    var previous: UInt64 = 0
                     while let due = heap.popDue(now: now) {
                         XCTAssertLessThanOrEqual(due.deadline, now)
-                        XCTAssertGreaterThanOrEqual(due.latest, wake, "fired after its window closed")
+                        XCTAssertGreaterThanOrEqual(due.deadline, previous, "deadline order")
+                        previous = due.deadline
                         present.removeAll { $0 === due }
                     }
                 }
@@ -187,6 +195,25 @@ final class TimerPolicyTests: XCTestCase {
             XCTAssertEqual(heap.windowEnd(), expected?.bound, "L, step \(step)")
         }
         XCTAssertTrue(heap.checkInvariants())
+    }
+
+    func testTimersAlreadyDueMergeWithTheHeapInDeadlineOrder() {
+        var heap = TimerHeap()
+        let inHeap = [node(10 * ms, 0), node(30 * ms, 0), node(50 * ms, 0), node(90 * ms, 0)]
+        inHeap.forEach { heap.insert($0) }
+        let late = [node(40 * ms, 0), node(20 * ms, 0), node(30 * ms, 0)]  // due at 60
+        late.forEach { heap.insert($0, now: 60 * ms) }
+        let removed = node(45 * ms, 0)
+        heap.insert(removed, now: 60 * ms)
+        XCTAssertTrue(heap.remove(removed))
+        XCTAssertFalse(removed.isInHeap)
+        XCTAssertEqual(heap.count, 7)
+        XCTAssertTrue(heap.checkInvariants())
+        var order: [UInt64] = []
+        while let due = heap.popDue(now: 60 * ms) { order.append(due.deadline / ms) }
+        XCTAssertEqual(order, [10, 20, 30, 30, 40, 50], "merged in deadline order; equal deadlines first armed first")
+        XCTAssertEqual(heap.wakeupInstant(), 90 * ms)
+        XCTAssertEqual(heap.count, 1)
     }
 
     func testManyFarTimersCostNoWalkWhileNothingChanges() {
@@ -318,7 +345,7 @@ final class TimerPolicyTests: XCTestCase {
                       "cancel before the deadline prevents the fire")
         XCTAssertTrue(eventually { probe.completedAt != nil })
         XCTAssertLessThan(probe.completedAt! - before, 500 * ms, "the completion does not wait for the timer")
-        XCTAssertEqual(timer.deadlineSlot, -1, "out of the heap")
+        XCTAssertFalse(timer.isInHeap, "out of the heap")
         // Cancel then re-arm: ignored.
         XCTAssertEqual(loop.armTimer(timer, deadline: DispatchClock.now, leeway: 0), 0)
         XCTAssertFalse(loop.cancelTimer(timer, completion: probeCompletion, context: probe.context), "cancelled once")

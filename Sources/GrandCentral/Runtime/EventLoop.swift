@@ -343,8 +343,7 @@ final class EventLoop: @unchecked Sendable {
         }
         node.requestLock.unlock()
         if node.isRetired { return }
-        let inHeap = node.deadlineSlot >= 0
-        if inHeap && (!request.wantsHeap || node.appliedArm != request.arm) {
+        if node.isInHeap && (!request.wantsHeap || node.appliedArm != request.arm) {
             heaps[node.clock.rawValue].remove(node)
         }
         if request.isCancelled {
@@ -352,13 +351,19 @@ final class EventLoop: @unchecked Sendable {
             request.completion?(request.completionContext)
             return
         }
-        if request.wantsHeap, node.deadlineSlot < 0, let clock = request.clock {
+        if request.wantsHeap, !node.isInHeap, let clock = request.clock {
             node.clock = clock
             node.deadline = request.deadline
             node.latest = request.latest
             node.appliedArm = request.arm
-            if timerDescriptors[clock.rawValue] < 0 { createTimerDescriptor(clock) }
-            heaps[clock.rawValue].insert(node)
+            let k = clock.rawValue
+            if timerDescriptors[k] < 0 {
+                createTimerDescriptor(clock)
+                heaps[k].insert(node)  // no reading of this clock yet
+            } else {
+                // Read before the inboxes were emptied, and what `serviceTimers` pops at.
+                heaps[k].insert(node, now: passInstants[k])
+            }
         }
     }
 

@@ -35,7 +35,10 @@
 /// the largest part of the event thread's time.
 ///
 /// Insert, remove and pop are O(log n); each node records its slot, so a re-armed or
-/// cancelled timer is removed in place.
+/// cancelled timer is removed in place. A timer that is already due when the event thread
+/// inserts it (the thread fell behind, or the deadline was in the past) skips the heap: it
+/// goes into a due batch that `popDue` sorts once and merges with the heap's due timers in
+/// deadline order, so it costs no sift up to the root and back down.
 ///
 /// Owned by the event thread: nothing else reads or writes a `TimerHeap`. The heap holds
 /// one strong reference to each node in it (taken by `insert`, given up by `remove` and
@@ -54,13 +57,19 @@ struct TimerHeap {
     /// The walk's frontier: a binary min-heap of slots by deadline, kept between walks to
     /// avoid an allocation per walk.
     private var frontier = ContiguousArray<Int>()
+    /// Timers that were due when inserted, not in `entries`; sorted earliest-last by the
+    /// first `popDue`, which empties it (anything not due at that `now`, possible only if
+    /// the wall clock went back, moves into the heap). Their nodes have slot
+    /// `TimerNode.inDueBatch`.
+    private var dueBatch = ContiguousArray<TimerHeapEntry>()
+    private var dueBatchIsSorted = true
     /// How many walks `wakeupInstant()` made (for tests of the cache).
     private(set) var walks = 0
 
-    var count: Int { entries.count }
-    var isEmpty: Bool { entries.count == 0 }
+    var count: Int { entries.count + dueBatch.count }
+    var isEmpty: Bool { entries.count == 0 && dueBatch.isEmpty }
 
-    /// The smallest deadline.
+    /// The smallest deadline in the heap (the due batch aside).
     var earliestDeadline: UInt64? { entries.count > 0 ? entries[0].deadline : nil }
 
     /// L: the smallest `deadline + leeway`, nil when there is no timer.
@@ -71,6 +80,10 @@ struct TimerHeap {
 
     /// A: the instant the clock's timerfd should expire, nil when there is no timer.
     mutating func wakeupInstant() -> UInt64? {
+        if !dueBatch.isEmpty {
+            // Due already (the event loop pops them before it asks): wake at once.
+            return dueBatch.lazy.map(\.deadline).min()
+        }
         if entries.count == 0 { return nil }
         if wakeupIsCurrent { return cachedWakeup }
         walks += 1
@@ -99,13 +112,21 @@ struct TimerHeap {
     }
 
     /// Inserts `node` with its `deadline` and `latest` (the event thread sets them first).
-    mutating func insert(_ node: TimerNode) {
-        precondition(node.deadlineSlot < 0, "timer inserted twice")
+    /// `now`, the clock as the caller will next pass it to `popDue`, lets a timer that is
+    /// already due skip the heap.
+    mutating func insert(_ node: TimerNode, now: UInt64? = nil) {
+        precondition(node.deadlineSlot == TimerNode.notInHeap, "timer inserted twice")
         node.sequence = nextSequence
         nextSequence &+= 1
-        let wasEmpty = entries.count == 0
         // The heap's strong reference, released when the node leaves (remove, popDue).
         _ = Unmanaged.passRetained(node)
+        if let now, node.deadline <= now {
+            dueBatch.append(TimerHeapEntry(node))
+            dueBatchIsSorted = false
+            node.deadlineSlot = TimerNode.inDueBatch
+            return
+        }
+        let wasEmpty = entries.count == 0
         entries.insert(node)
         if wasEmpty {
             cachedWakeup = node.deadline  // a lone timer: A is its deadline
@@ -134,6 +155,16 @@ struct TimerHeap {
     /// Removes `node` if it is in the heap; returns whether it was.
     @discardableResult
     mutating func remove(_ node: TimerNode) -> Bool {
+        if node.deadlineSlot == TimerNode.inDueBatch {
+            // Rare: the batch lives for one pass. Order is restored by the next sort.
+            let index = dueBatch.firstIndex { $0.node.toOpaque() == Unmanaged.passUnretained(node).toOpaque() }!
+            dueBatch.swapAt(index, dueBatch.count - 1)
+            dueBatch.removeLast()
+            dueBatchIsSorted = false
+            node.deadlineSlot = TimerNode.notInHeap
+            Unmanaged.passUnretained(node).release()
+            return true
+        }
         guard node.deadlineSlot >= 0 else { return false }
         entries.remove(node)
         noteRemoval(of: node)
@@ -144,12 +175,41 @@ struct TimerHeap {
     /// Removes and returns the timer with the earliest deadline if that deadline is at or
     /// before `now`.
     mutating func popDue(now: UInt64) -> TimerNode? {
-        guard entries.count > 0, entries[0].deadline <= now else { return nil }
+        if !dueBatch.isEmpty {
+            if !dueBatchIsSorted {
+                dueBatch.sort { $1.precedes($0) }  // earliest last
+                dueBatchIsSorted = true
+            }
+            let first = dueBatch[dueBatch.count - 1]
+            if first.deadline <= now && (entries.count == 0 || first.precedes(entries[0])) {
+                dueBatch.removeLast()
+                let node = first.node.takeUnretainedValue()
+                node.deadlineSlot = TimerNode.notInHeap
+                first.node.release()  // `node` is the caller's reference now
+                return node
+            }
+        }
+        guard entries.count > 0, entries[0].deadline <= now else {
+            flushDueBatch()
+            return nil
+        }
         let top = entries[0].node.takeUnretainedValue()
         entries.remove(top)
         noteRemoval(of: top)
         Unmanaged.passUnretained(top).release()  // `top` is the caller's reference now
         return top
+    }
+
+    /// Moves what is left in the due batch (timers not due at the `now` of the last
+    /// `popDue`: the wall clock went back) into the heap.
+    private mutating func flushDueBatch() {
+        while let entry = dueBatch.popLast() {
+            let node = entry.node.takeUnretainedValue()
+            node.deadlineSlot = TimerNode.notInHeap
+            entry.node.release()
+            insert(node)
+        }
+        dueBatchIsSorted = true
     }
 
     /// Keeps the cached A and L after a removal: unchanged when the node was not in the
@@ -211,6 +271,13 @@ struct TimerHeapEntry {
     /// Unowned here: `TimerHeap` holds the strong reference.
     var node: Unmanaged<TimerNode>
 
+    init(_ node: TimerNode) {
+        deadline = node.deadline
+        latest = node.latest
+        sequence = node.sequence
+        self.node = Unmanaged.passUnretained(node)
+    }
+
     /// Deadline order; equal deadlines in insertion order (first armed, first fired).
     @inline(__always)
     func precedes(_ other: TimerHeapEntry) -> Bool {
@@ -235,8 +302,7 @@ struct TimerDeadlineHeap {
     static func firstChild(of slot: Int) -> Int { 4 &* slot &+ 1 }
 
     mutating func insert(_ node: TimerNode) {
-        entries.append(TimerHeapEntry(deadline: node.deadline, latest: node.latest, sequence: node.sequence,
-                                      node: Unmanaged.passUnretained(node)))
+        entries.append(TimerHeapEntry(node))
         siftUp(entries.count - 1)
     }
 
@@ -246,7 +312,7 @@ struct TimerDeadlineHeap {
                      && entries[slot].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque(),
                      "timer not in this heap")
         let last = entries.removeLast()
-        node.deadlineSlot = -1
+        node.deadlineSlot = TimerNode.notInHeap
         guard slot < entries.count else { return }  // it was the last one
         entries[slot] = last
         if slot > 0 && last.precedes(entries[(slot &- 1) / 4]) {
@@ -313,7 +379,9 @@ struct TimerDeadlineHeap {
 
 extension TimerHeap {
     /// Debug check of the heap (for tests).
-    func checkInvariants() -> Bool { entries.checkInvariants() }
+    func checkInvariants() -> Bool {
+        entries.checkInvariants() && dueBatch.allSatisfy { $0.node.takeUnretainedValue().deadlineSlot == TimerNode.inDueBatch }
+    }
 
     /// (A, L) by brute force over every timer (for tests of `wakeupInstant()`).
     func wakeupByBruteForce() -> (wakeup: UInt64, bound: UInt64)? {

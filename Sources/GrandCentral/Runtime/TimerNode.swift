@@ -70,8 +70,12 @@ final class TimerNode: @unchecked Sendable {
     var appliedArm: UInt64 = 0
     /// Insertion order, breaking ties between equal deadlines (first armed, first fired).
     var sequence: UInt64 = 0
-    /// Position in its clock's heap, or -1 when the node is not in a heap.
-    var deadlineSlot = -1
+    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
+    var deadlineSlot = TimerNode.notInHeap
+    static let notInHeap = -1
+    static let inDueBatch = -2
+    /// In its clock's heap or due batch.
+    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
 
