@@ -289,9 +289,11 @@ final class EventLoopTests: XCTestCase {
         let count = 100_000
         var generator = SystemRandomNumberGenerator()
         var deadlines = [UInt64](repeating: 0, count: count)
-        // Deadlines from 1 s on, so that all are scheduled ahead of them (a timer
-        // scheduled after its deadline fires at once, after the timers already due).
-        let base = gc_uptime_ns() + 1_000 * millisecond
+        // Deadlines from 2 s on, so that nearly all are scheduled ahead of them. Only
+        // those are promised deadline order: a timer scheduled after its deadline fires at
+        // once, after the timers already due. (Under a sanitizer on a loaded machine,
+        // scheduling 100k timers can take over a second.)
+        let base = gc_uptime_ns() + 2_000 * millisecond
         for id in 0..<count {
             let deadline = base + UInt64.random(in: 0...(500 * millisecond), using: &generator)
             deadlines[id] = deadline
@@ -302,10 +304,12 @@ final class EventLoopTests: XCTestCase {
         let scheduled = gc_uptime_ns()
         XCTAssertTrue(waitUntil(seconds: 30) { log.count == count })
         let records = log.snapshot
-        XCTAssertLessThan(scheduled, base, "scheduling 100k timers took over a second; the order check is void")
         XCTAssertEqual(Set(records.map(\.id)).count, count, "every timer fired exactly once")
-        let firedDeadlines = records.map { deadlines[$0.id] }
-        XCTAssertTrue(zip(firedDeadlines, firedDeadlines.dropFirst()).allSatisfy { $0 <= $1 }, "deadline order")
+        let firedDeadlines = records.map { deadlines[$0.id] }.filter { $0 >= scheduled }
+        XCTAssertGreaterThan(firedDeadlines.count, count / 2,
+                             "scheduling 100k timers took \((scheduled - base + 2_000 * millisecond) / millisecond) ms")
+        XCTAssertTrue(zip(firedDeadlines, firedDeadlines.dropFirst()).allSatisfy { $0 <= $1 },
+                      "deadline order among the timers scheduled ahead of their deadlines")
         XCTAssertTrue(records.allSatisfy { $0.uptime >= deadlines[$0.id] }, "none early")
     }
 
