@@ -191,8 +191,15 @@ final class TimerPolicyTests: XCTestCase {
                 }
             }
             let expected = heap.wakeupByBruteForce()
-            XCTAssertEqual(heap.wakeupInstant(), expected?.wakeup, "A, step \(step)")
-            XCTAssertEqual(heap.windowEnd(), expected?.bound, "L, step \(step)")
+            let wakeup = heap.wakeupInstant()
+            if heap.wakeupIsExact {
+                XCTAssertEqual(wakeup, expected?.wakeup, "A, step \(step)")
+                XCTAssertEqual(heap.windowEnd(), expected?.bound, "L, step \(step)")
+            } else {
+                // A group over walkLimit: a safe instant, not after A nor before the first deadline.
+                XCTAssertLessThanOrEqual(wakeup!, expected!.wakeup, "step \(step)")
+                XCTAssertGreaterThanOrEqual(wakeup!, heap.earliestDeadline!, "step \(step)")
+            }
         }
         XCTAssertTrue(heap.checkInvariants())
     }
@@ -216,6 +223,30 @@ final class TimerPolicyTests: XCTestCase {
         XCTAssertEqual(heap.count, 1)
     }
 
+    func testAGroupLargerThanTheWalkLimitFiresInChunksNeverLate() {
+        // 1,000 timers whose windows all overlap: A is the last deadline, but a walk stops
+        // after walkLimit timers and arms at the last one it saw. Each wakeup then fires
+        // at least walkLimit timers, and none past its window.
+        var heap = TimerHeap()
+        let count = 1_000
+        for i in 0..<count { heap.insert(node(UInt64(1_000 + i) * ms, 10_000 * ms)) }
+        var fired = 0
+        var wakeups = 0
+        while let wake = heap.wakeupInstant() {
+            wakeups += 1
+            var here = 0
+            while let due = heap.popDue(now: wake) {
+                XCTAssertLessThanOrEqual(due.deadline, wake)
+                XCTAssertLessThanOrEqual(wake, due.latest, "fired after its window closed")
+                here += 1
+            }
+            XCTAssertTrue(here >= TimerHeap.walkLimit || heap.isEmpty, "a chunk of \(here)")
+            fired += here
+        }
+        XCTAssertEqual(fired, count)
+        XCTAssertLessThanOrEqual(wakeups, count / TimerHeap.walkLimit + 1)
+    }
+
     func testManyFarTimersCostNoWalkWhileNothingChanges() {
         // 10,000 timers an hour away, inserted in random order: asking for the wakeup
         // again and again is answered from the cache.
@@ -223,10 +254,12 @@ final class TimerPolicyTests: XCTestCase {
         let hour = 3_600_000 * ms
         for _ in 0..<10_000 {
             let deadline = hour + UInt64.random(in: 0...(60_000 * ms))
-            heap.insert(node(deadline, deadline / 10))
+            heap.insert(node(deadline, deadline / 10))  // every window overlaps every other
         }
-        let expected = heap.wakeupByBruteForce()?.wakeup
-        XCTAssertEqual(heap.wakeupInstant(), expected)
+        // The group is all 10,000: the walk stops at walkLimit with a safe instant.
+        let expected = heap.wakeupInstant()!
+        XCTAssertLessThanOrEqual(expected, heap.wakeupByBruteForce()!.wakeup, "never after A")
+        XCTAssertGreaterThanOrEqual(expected, heap.earliestDeadline!)
         let walks = heap.walks
         for _ in 0..<1_000 { XCTAssertEqual(heap.wakeupInstant(), expected) }
         XCTAssertEqual(heap.walks, walks, "an unchanged heap is not walked again")

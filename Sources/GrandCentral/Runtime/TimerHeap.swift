@@ -25,11 +25,19 @@
 /// window end, and stops at the first deadline past the bound. Every visited timer has its
 /// deadline at or before the final bound (a later window end cannot be earlier than an
 /// earlier deadline), so the walk visits exactly the group, ends with bound = L, and the
-/// last deadline it visited is A. Its cost, O(g log g) for a group of g timers, is paid for
-/// by the g fires at A that follow. It is cached: inserting a timer updates L and A in
-/// O(1) unless the timer lowers L below A, and removing one leaves them alone unless it
+/// last deadline it visited is A. The result is cached: inserting a timer updates L and A
+/// in O(1) unless the timer lowers L below A, and removing one leaves them alone unless it
 /// was in the group and was the timer at A or at L; only then does the next call walk.
 /// With 10,000 timers an hour away and nothing changing, asking costs one comparison.
+///
+/// A walk stops after `walkLimit` timers. Stopped early, it returns the last deadline it
+/// visited, w, cached as approximate until the next insertion or removal: w is a safe instant to arm at (w ≤ A, so nobody fires
+/// late; w is a visited timer's deadline, so that wakeup fires at least the `walkLimit`
+/// timers visited). So a pass of the event thread never costs more than
+/// O(walkLimit · log walkLimit) here, even while timers keep arriving in a dense group that
+/// has not fired yet (100,000 `dispatch_after`s within 50 ms re-dirty the cache again and
+/// again), and a group larger than the limit fires in chunks of at least `walkLimit`
+/// timers per wakeup rather than in one.
 /// Rejected: a second heap ordered by window end (what this heap had before) gives L in
 /// O(1) but doubles the sifting of every insert and fire, which with 100,000 timers was
 /// the largest part of the event thread's time.
@@ -54,6 +62,8 @@ struct TimerHeap {
     /// False when an insertion or removal may have changed A or L in a way the O(1)
     /// update cannot follow. True for an empty heap.
     private var wakeupIsCurrent = true
+    /// The cached A is a stopped walk's safe instant, not A: any change walks again.
+    private var wakeupIsApproximate = false
     /// The walk's frontier: a binary min-heap of slots by deadline, kept between walks to
     /// avoid an allocation per walk.
     private var frontier = ContiguousArray<Int>()
@@ -65,6 +75,10 @@ struct TimerHeap {
     private var dueBatchIsSorted = true
     /// How many walks `wakeupInstant()` made (for tests of the cache).
     private(set) var walks = 0
+    /// Whether the last `wakeupInstant()` was A itself, not a stopped walk's safe instant.
+    var wakeupIsExact: Bool { !wakeupIsApproximate }
+    /// The most timers one walk visits (see the type's comment).
+    static let walkLimit = 128
 
     var count: Int { entries.count + dueBatch.count }
     var isEmpty: Bool { entries.count == 0 && dueBatch.isEmpty }
@@ -72,7 +86,8 @@ struct TimerHeap {
     /// The smallest deadline in the heap (the due batch aside).
     var earliestDeadline: UInt64? { entries.count > 0 ? entries[0].deadline : nil }
 
-    /// L: the smallest `deadline + leeway`, nil when there is no timer.
+    /// L: the smallest `deadline + leeway`, nil when there is no timer. (After a walk that
+    /// stopped early: an upper bound of L, for tests.)
     mutating func windowEnd() -> UInt64? {
         guard wakeupInstant() != nil else { return nil }
         return cachedBound
@@ -92,7 +107,16 @@ struct TimerHeap {
         frontier.removeAll(keepingCapacity: true)
         frontier.append(0)
         let count = entries.count
+        var visits = 0
         while !frontier.isEmpty {
+            if visits == TimerHeap.walkLimit {
+                cachedWakeup = wakeup  // a safe instant, not A
+                cachedBound = bound
+                wakeupIsCurrent = true
+                wakeupIsApproximate = true
+                return wakeup
+            }
+            visits += 1
             let slot = popFrontier()
             let entry = entries[slot]
             if entry.deadline > bound { break }  // and every timer not visited yet
@@ -108,6 +132,7 @@ struct TimerHeap {
         cachedWakeup = wakeup
         cachedBound = bound
         wakeupIsCurrent = true
+        wakeupIsApproximate = false
         return wakeup
     }
 
@@ -132,9 +157,13 @@ struct TimerHeap {
             cachedWakeup = node.deadline  // a lone timer: A is its deadline
             cachedBound = node.latest
             wakeupIsCurrent = true
+            wakeupIsApproximate = false
             return
         }
-        guard wakeupIsCurrent else { return }
+        guard wakeupIsCurrent && !wakeupIsApproximate else {
+            wakeupIsCurrent = false
+            return
+        }
         if node.deadline > cachedBound {
             return  // after the group: neither L nor A moves
         }
@@ -216,7 +245,11 @@ struct TimerHeap {
     /// group, or was in it but neither at A nor at L (a deadline below A, a window end
     /// after L; a timer outside the group has its window end after L).
     private mutating func noteRemoval(of node: TimerNode) {
-        guard wakeupIsCurrent, entries.count > 0 else { return }  // empty: current, nil
+        guard entries.count > 0 else { return }  // empty: nil whatever the cache says
+        guard wakeupIsCurrent && !wakeupIsApproximate else {
+            wakeupIsCurrent = false
+            return
+        }
         if node.deadline > cachedBound { return }
         if node.latest > cachedBound && node.deadline < cachedWakeup { return }
         wakeupIsCurrent = false
