@@ -328,6 +328,24 @@ final class TimerPolicyTests: XCTestCase {
         }
     }
 
+    func testATimerArrivingAfterTheLoopArmedStillJoinsTheGroup() {
+        // A (20 ms, leeway 300 ms) alone: the loop arms at 20 ms. B (100 ms, no leeway)
+        // arrives later without waking the loop (its window ends after 20 ms). At 20 ms the
+        // loop sees B, A's group now waits for 100 ms, and both fire in one wakeup.
+        let loop = EventLoop()
+        let a = TimerProbe(), b = TimerProbe()
+        let start = gc_uptime_ns()
+        loop.armTimer(TimerNode(fire: probeFire, context: a.context), deadline: start + 20 * ms, leeway: 300 * ms)
+        sleep(milliseconds: 5)
+        let before = loop.timerFiringPasses.load(ordering: .relaxed)
+        let nodeB = TimerNode(fire: probeFire, context: b.context)
+        loop.armTimer(nodeB, deadline: start + 100 * ms, leeway: 0)
+        XCTAssertTrue(eventually { a.fireCount == 1 && b.fireCount == 1 })
+        XCTAssertGreaterThanOrEqual(a.fireLog[0].uptime, start + 100 * ms, "A fired alone at 20 ms")
+        XCTAssertGreaterThanOrEqual(b.fireLog[0].uptime, start + 100 * ms)
+        XCTAssertEqual(loop.timerFiringPasses.load(ordering: .relaxed) - before, 1, "one wakeup fired both")
+    }
+
     func testSuspendHoldsTheFireAndResumeDeliversIt() {
         let loop = EventLoop()
         let probe = TimerProbe()

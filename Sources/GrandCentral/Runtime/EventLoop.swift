@@ -383,7 +383,13 @@ final class EventLoop: @unchecked Sendable {
         for kind in DispatchClock.Kind.allCases {
             let k = kind.rawValue
             if timerDescriptors[k] < 0 { continue }
-            if !heaps[k].isEmpty {
+            // Fire only at a wakeup: when the clock has reached the group's instant A. A pass
+            // that comes earlier (the inbox, a descriptor, or the timerfd of an instant that
+            // a newly arrived timer has since moved later) fires nothing: the due timers are
+            // in the group, and A is within each one's window. A timer that arrived already
+            // due makes `wakeupInstant()` that past deadline: it fires at once, with every
+            // due timer before it in deadline order.
+            if let wakeup = heaps[k].wakeupInstant(), wakeup <= passInstants[k] {
                 while let node = heaps[k].popDue(now: passInstants[k]) {
                     // Fire only if the heap entry is the owner's latest word: with a
                     // request waiting, applying it decides (and fires in this pass if the

@@ -12,7 +12,9 @@
 /// end, and at that wakeup every timer whose deadline has passed fires. Each timer in that
 /// group has dᵢ ≤ A ≤ L ≤ dᵢ + lᵢ: it fires inside its window, and the group fires
 /// together. Every other timer has its deadline after L, so it is not due yet. A lone timer
-/// has A = its deadline. Rejected: arming at L (what this heap did before: every timer
+/// has A = its deadline. A pass of the event thread that comes before A (woken by its
+/// inbox, or by the timerfd of an instant that a newly arrived timer has since moved
+/// later) fires nothing: every due timer is in the group and can wait for A. Rejected: arming at L (what this heap did before: every timer
 /// fired as late as its leeway allowed, so a lone 6 s `dispatch_after` with the default
 /// 10 % leeway fired at 6.6 s), and libdispatch's fixed coalescing windows per QoS
 /// (simpler, but they move the fire time of a timer that has nothing to coalesce with).
