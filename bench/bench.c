@@ -300,6 +300,51 @@ static double case_queue_cycle(void) {
     return (double)(t1 - t0) / (double)n;
 }
 
+// --- 100,000 dispatch_afters at random deadlines within 50 ms: lateness ---------------
+// Each timer records how long after its deadline it ran (on one of 4 serial queues); the
+// case returns a percentile of those latenesses, in microseconds. The same seed on both
+// sides. The deadline is read from the clock before dispatch_time is called, so it is
+// never later than the library's own: lateness is over-, never under-estimated.
+enum { AFTER_MANY = 100000, AFTER_QUEUES = 4 };
+static uint64_t after_deadline[AFTER_MANY];
+static uint64_t after_late[AFTER_MANY];
+static atomic_uint_fast64_t after_fired;
+
+static void after_fire(void *context) {
+    size_t i = (size_t)(uintptr_t)context;
+    uint64_t now = now_ns();
+    after_late[i] = now > after_deadline[i] ? now - after_deadline[i] : 0;
+    atomic_fetch_add(&after_fired, 1);
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double after_lateness(double percentile) {
+    dispatch_queue_t queues[AFTER_QUEUES];
+    for (int q = 0; q < AFTER_QUEUES; q++) queues[q] = dispatch_queue_create("bench.after", NULL);
+    uint32_t seed = 2463534242u;
+    for (size_t i = 0; i < AFTER_MANY; i++) {
+        seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;
+        int64_t delay = (int64_t)(seed % 50000000u);
+        after_deadline[i] = now_ns() + (uint64_t)delay;
+        dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, delay), queues[i % AFTER_QUEUES], (void *)(uintptr_t)i,
+                         after_fire);
+    }
+    uint64_t give_up = now_ns() + 30000000000ull;
+    while (atomic_load(&after_fired) < AFTER_MANY) {
+        if (now_ns() > give_up) fail("100,000 dispatch_afters did not all fire within 30 s");
+        usleep(1000);
+    }
+    qsort(after_late, AFTER_MANY, sizeof after_late[0], compare_u64);
+    return (double)after_late[(size_t)(percentile * (AFTER_MANY - 1))] / 1000.0;
+}
+
+static double case_after_p50(void) { return after_lateness(0.50); }
+static double case_after_p99(void) { return after_lateness(0.99); }
+
 static const struct {
     const char *name;
     double (*run)(void);
@@ -315,6 +360,8 @@ static const struct {
     {"sleepers", case_sleepers},
     {"queue_bytes", case_queue_bytes},
     {"queue_cycle", case_queue_cycle},
+    {"after_p50", case_after_p50},
+    {"after_p99", case_after_p99},
 };
 
 int main(int argc, char **argv) {

@@ -106,6 +106,8 @@ cases=(
     "sleepers|200 items that each usleep(20 ms), global queue|ms wall|time|ratio|<=|0.2"
     "queue_bytes|memory per idle serial queue (RSS, 100,000 queues)|B/queue|time|GC|<=|256"
     "queue_cycle|create a queue, async_f one item, release it|ns/cycle|time|ratio|<=|1.0"
+    "after_p50|100,000 dispatch_after within 50 ms: lateness p50|us|time|ratio|<=|1.0"
+    "after_p99|100,000 dispatch_after within 50 ms: lateness p99|us|time|ratio|<=|1.0"
 )
 
 selected() {
