@@ -1,0 +1,112 @@
+import Glibc
+
+// Reading a data object: visiting its regions in order (apply), finding the region that
+// holds a byte (copy_region), one contiguous copy (map) and copying a range out.
+//
+// The walks descend the tree by hand with borrowed (unmanaged) references, so reading
+// costs no reference counting; the caller's own reference keeps the whole tree alive.
+// Apply keeps its path in a small stack on the caller's stack (the tree is balanced, so
+// `height + 1` slots suffice). Rejected: a recursive walk through a closure per node,
+// which the compiler cannot inline and which made apply slower per region than
+// libdispatch's loop over its record array.
+
+extension DataObject {
+    /// Calls `body(region, offset, bytes, size)` for each leaf in order, stopping when it
+    /// returns false. The region is borrowed for the call. Returns false if `body` did.
+    @inline(__always)
+    func forEachRegion(_ body: (Unmanaged<DataObject>, Int, UnsafeRawPointer, Int) -> Bool) -> Bool {
+        if size == 0 { return true }
+        if height == 0 { return body(Unmanaged.passUnretained(self), 0, bytes!, size) }
+        return withUnsafeTemporaryAllocation(of: Unmanaged<DataObject>.self, capacity: height + 1) { stack in
+            var depth = 1
+            stack[0] = Unmanaged.passUnretained(self)
+            var offset = 0
+            while depth > 0 {
+                depth -= 1
+                var node = stack[depth]
+                // Go down the left spine, stacking right children for later.
+                while let (l, r) = node._withUnsafeGuaranteedRef({ n in n.left.map { ($0, n.right!) } }) {
+                    stack[depth] = r
+                    depth += 1
+                    node = l
+                }
+                let (b, s) = node._withUnsafeGuaranteedRef { ($0.bytes!, $0.size) }
+                if !body(node, offset, b, s) { return false }
+                offset += s
+            }
+            return true
+        }
+    }
+
+    /// The leaf that holds byte `location` (< size) and the offset where it starts.
+    /// Borrowed result.
+    func region(at location: Int) -> (region: Unmanaged<DataObject>, offset: Int) {
+        var node = Unmanaged.passUnretained(self)
+        var start = 0
+        while let (l, r) = node._withUnsafeGuaranteedRef({ n in n.left.map { ($0, n.right!) } }) {
+            let leftSize = l.size
+            if location - start < leftSize { node = l } else { start += leftSize; node = r }
+        }
+        return (node, start)
+    }
+
+    /// A data object of one region with the same bytes: `self` for a leaf, else the copy
+    /// made the first time (and kept, so the tree is flattened once). Returns one count.
+    func contiguous() -> Unmanaged<DataObject> {
+        if height == 0 {
+            if size == 0 { return .passUnretained(DataObject.empty) }
+            let me = Unmanaged.passUnretained(self)
+            me.retainData()
+            return me
+        }
+        // Acquiring: the copy's bytes were written before it was published (releasing).
+        if let flat = flattened.load(ordering: .acquiring) {
+            let cached = Unmanaged<DataObject>.fromOpaque(flat)
+            cached.retainData()
+            return cached
+        }
+        guard let buffer = malloc(size) else { outOfMemory() }
+        copyBytes(to: buffer, from: 0, count: size)
+        let copy = DataObject.make(bytes: buffer, size: size, destructor: .free)
+        let (won, current) = flattened.compareExchange(expected: nil, desired: copy.toOpaque(),
+                                                       ordering: .acquiringAndReleasing)
+        if won {
+            copy.retainData()   // one count for the cache, one for the caller
+            return copy
+        }
+        // Another thread flattened first: use its copy, drop ours.
+        copy.releaseData()
+        let cached = Unmanaged<DataObject>.fromOpaque(current!)
+        cached.retainData()
+        return cached
+    }
+
+    /// Copies bytes `from..<from+count` (within bounds) to `destination`.
+    func copyBytes(to destination: UnsafeMutableRawPointer, from: Int, count: Int) {
+        if count == 0 { return }
+        if height == 0 { memcpy(destination, bytes! + from, count); return }
+        if let flat = flattened.load(ordering: .acquiring) {
+            _ = Unmanaged<DataObject>.fromOpaque(flat)._withUnsafeGuaranteedRef {
+                memcpy(destination, $0.bytes! + from, count)
+            }
+            return
+        }
+        Self.copy(Unmanaged.passUnretained(self), start: 0, to: destination, from: from, end: from + count)
+    }
+
+    /// Copies the part of `node` (which starts at `start`) that overlaps `from..<end`;
+    /// visits only the subtrees that overlap, so O(log n + regions copied).
+    private static func copy(_ node: Unmanaged<DataObject>, start: Int, to destination: UnsafeMutableRawPointer,
+                             from: Int, end: Int) {
+        node._withUnsafeGuaranteedRef { n in
+            guard let l = n.left, let r = n.right else {
+                let lo = max(start, from), hi = min(start + n.size, end)
+                if lo < hi { memcpy(destination + (lo - from), n.bytes! + (lo - start), hi - lo) }
+                return
+            }
+            let middle = start + l.size
+            if from < middle { copy(l, start: start, to: destination, from: from, end: end) }
+            if end > middle { copy(r, start: middle, to: destination, from: from, end: end) }
+        }
+    }
+}
