@@ -5,22 +5,59 @@ import Glibc
 //
 // The walks descend the tree by hand with borrowed (unmanaged) references, so reading
 // costs no reference counting; the caller's own reference keeps the whole tree alive.
-// Apply keeps its path in a small stack on the caller's stack (the tree is balanced, so
-// `height + 1` slots suffice). Rejected: a recursive walk through a closure per node,
-// which the compiler cannot inline and which made apply slower per region than
-// libdispatch's loop over its record array.
+//
+// Apply on a composite of many leaves builds, during its first complete walk, a *region
+// index*: the leaves in order with their bytes and sizes, in one array that later applies
+// scan front to back (published once, like create_map's copy). A walk follows a pointer per
+// node to memory scattered by allocation order, a cache miss per node once the tree
+// outgrows the caches (~190 ns per region for 20,000 regions here, against ~17 ns for
+// libdispatch's record array); the scan is sequential and touches no node. It costs 24
+// bytes per region, once per data object that is applied to. Rejected: a wider tree
+// (B-tree nodes holding runs of leaves), which would give the same locality without the
+// extra copy but makes join and cut much more intricate.
+
+/// One entry of a region index.
+struct RegionEntry {
+    let leaf: Unmanaged<DataObject>
+    let bytes: UnsafeRawPointer
+    let size: Int
+}
 
 extension DataObject {
+    /// Composites with fewer leaves are walked every time (their walk stays in cache).
+    static let regionIndexMinimumLeaves = 16
+
     /// Calls `body(region, offset, bytes, size)` for each leaf in order, stopping when it
     /// returns false. The region is borrowed for the call. Returns false if `body` did.
     @inline(__always)
     func forEachRegion(_ body: (Unmanaged<DataObject>, Int, UnsafeRawPointer, Int) -> Bool) -> Bool {
         if size == 0 { return true }
         if height == 0 { return body(Unmanaged.passUnretained(self), 0, bytes!, size) }
-        return withUnsafeTemporaryAllocation(of: Unmanaged<DataObject>.self, capacity: height + 1) { stack in
+        // Acquiring: the entries were written before the index was published (releasing).
+        if let index = regionIndex.load(ordering: .acquiring) {
+            let entries = index.assumingMemoryBound(to: RegionEntry.self)
+            var offset = 0
+            for i in 0..<leafCount {
+                let entry = entries[i]
+                if !body(entry.leaf, offset, entry.bytes, entry.size) { return false }
+                offset += entry.size
+            }
+            return true
+        }
+        return walk(body)
+    }
+
+    /// The tree walk behind forEachRegion; records a region index when it completes.
+    private func walk(_ body: (Unmanaged<DataObject>, Int, UnsafeRawPointer, Int) -> Bool) -> Bool {
+        var index: UnsafeMutablePointer<RegionEntry>? = nil
+        if leafCount >= DataObject.regionIndexMinimumLeaves {
+            index = malloc(leafCount * MemoryLayout<RegionEntry>.stride)?.assumingMemoryBound(to: RegionEntry.self)
+        }
+        let completed = withUnsafeTemporaryAllocation(of: Unmanaged<DataObject>.self, capacity: height + 1) { stack in
             var depth = 1
             stack[0] = Unmanaged.passUnretained(self)
             var offset = 0
+            var visited = 0
             while depth > 0 {
                 depth -= 1
                 var node = stack[depth]
@@ -31,11 +68,20 @@ extension DataObject {
                     node = l
                 }
                 let (b, s) = node._withUnsafeGuaranteedRef { ($0.bytes!, $0.size) }
+                index?.advanced(by: visited).initialize(to: RegionEntry(leaf: node, bytes: b, size: s))
+                visited += 1
                 if !body(node, offset, b, s) { return false }
                 offset += s
             }
             return true
         }
+        if let index {
+            if !completed || !regionIndex.compareExchange(expected: nil, desired: UnsafeMutableRawPointer(index),
+                                                          ordering: .acquiringAndReleasing).exchanged {
+                free(index)
+            }
+        }
+        return completed
     }
 
     /// The leaf that holds byte `location` (< size) and the offset where it starts.

@@ -48,54 +48,58 @@ enum DataDestructor {
     case function(DispatchFunction, UnsafeMutableRawPointer?, DispatchQueue?)
 }
 
-/// One node of a data object tree; see above. `kind == .data`.
+/// One node of a data object tree; see above. `kind == .data`. The fields apply's walk
+/// reads (`left`, `right`, `bytes`, `size`) come first, to share a cache line.
 final class DataObject: DispatchObject, @unchecked Sendable {
+    /// Composite: the children (one count each). Leaf: nil.
+    let left: Unmanaged<DataObject>?
+    let right: Unmanaged<DataObject>?
+    /// Leaf: the first byte. Composite: nil.
+    let bytes: UnsafeRawPointer?
     /// Bytes this object represents. Never 0 except for `empty`.
     let size: Int
     /// 0 for a leaf, else 1 + the taller child's height.
     let height: Int
-    /// Leaf: the first byte. Composite: nil.
-    let bytes: UnsafeRawPointer?
+    /// Leaves below (1 for a leaf).
+    let leafCount: Int
     /// Leaf that is a piece of another leaf's region: the region-owning leaf (one count).
+    /// A leaf without an owner owns the region `bytes..<bytes+size`.
     let owner: Unmanaged<DataObject>?
     /// Region-owning leaf: how to give the region back. Otherwise `.none`.
     let destructor: DataDestructor
-    /// Region-owning leaf: the region's start and length, for the destructor.
-    let regionStart: UnsafeRawPointer?
-    let regionSize: Int
-    /// Composite: the children (one count each). Leaf: nil.
-    let left: Unmanaged<DataObject>?
-    let right: Unmanaged<DataObject>?
     /// Composite: the one-region copy `create_map` made (one count), or nil. Written once.
     let flattened = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// Composite: the leaves in order as a `RegionIndex` (DataAccess.swift), which apply
+    /// builds on its first complete walk, or nil. Written once; borrowed leaf references
+    /// (this node keeps its whole tree alive).
+    let regionIndex = Atomic<UnsafeMutableRawPointer?>(nil)
 
     /// The data object of size zero; global, so retain and release do nothing.
     static let empty = DataObject(emptyGlobal: ())
 
     private init(emptyGlobal: Void) {
-        size = 0; height = 0; bytes = nil; owner = nil; destructor = .none
-        regionStart = nil; regionSize = 0; left = nil; right = nil
+        left = nil; right = nil; bytes = nil; size = 0; height = 0; leafCount = 0; owner = nil; destructor = .none
         super.init(kind: .data, isGlobal: true)
     }
 
     /// A leaf that owns the region `bytes..<bytes+size` (size > 0).
     private init(region: UnsafeRawPointer, size: Int, destructor: DataDestructor) {
-        self.size = size; height = 0; bytes = region; owner = nil; self.destructor = destructor
-        regionStart = region; regionSize = size; left = nil; right = nil
+        left = nil; right = nil; bytes = region; self.size = size; height = 0; leafCount = 1
+        owner = nil; self.destructor = destructor
         super.init(kind: .data)
     }
 
     /// A leaf for `size` bytes at `bytes`, a piece of `owner`'s region; takes `owner`'s count.
     private init(piece bytes: UnsafeRawPointer, size: Int, owner: Unmanaged<DataObject>) {
-        self.size = size; height = 0; self.bytes = bytes; self.owner = owner; destructor = .none
-        regionStart = nil; regionSize = 0; left = nil; right = nil
+        left = nil; right = nil; self.bytes = bytes; self.size = size; height = 0; leafCount = 1
+        self.owner = owner; destructor = .none
         super.init(kind: .data)
     }
 
     /// A composite of two non-empty trees; takes one count of each.
-    private init(left: Unmanaged<DataObject>, right: Unmanaged<DataObject>, size: Int, height: Int) {
-        self.size = size; self.height = height; bytes = nil; owner = nil; destructor = .none
-        regionStart = nil; regionSize = 0; self.left = left; self.right = right
+    private init(left: Unmanaged<DataObject>, right: Unmanaged<DataObject>, size: Int, height: Int, leafCount: Int) {
+        self.left = left; self.right = right; bytes = nil; self.size = size; self.height = height
+        self.leafCount = leafCount; owner = nil; destructor = .none
         super.init(kind: .data)
     }
 
@@ -106,11 +110,12 @@ final class DataObject: DispatchObject, @unchecked Sendable {
         if let flat = flattened.load(ordering: .acquiring) {
             Unmanaged<DataObject>.fromOpaque(flat).releaseData()
         }
+        if let index = regionIndex.load(ordering: .acquiring) { free(index) }
         giveBackRegion()
     }
 
     private func giveBackRegion() {
-        Self.giveBack(regionStart, regionSize, destructor)
+        Self.giveBack(bytes, size, destructor)
     }
 
     /// Runs a region's destructor.
@@ -157,9 +162,10 @@ final class DataObject: DispatchObject, @unchecked Sendable {
 
     /// A composite of `left` and `right` (both non-empty, heights within one); takes their counts.
     static func composite(_ left: Unmanaged<DataObject>, _ right: Unmanaged<DataObject>) -> Unmanaged<DataObject> {
-        let (ls, lh) = left._withUnsafeGuaranteedRef { ($0.size, $0.height) }
-        let (rs, rh) = right._withUnsafeGuaranteedRef { ($0.size, $0.height) }
-        return .passRetained(DataObject(left: left, right: right, size: ls + rs, height: max(lh, rh) + 1))
+        let (ls, lh, lc) = left._withUnsafeGuaranteedRef { ($0.size, $0.height, $0.leafCount) }
+        let (rs, rh, rc) = right._withUnsafeGuaranteedRef { ($0.size, $0.height, $0.leafCount) }
+        return .passRetained(DataObject(left: left, right: right, size: ls + rs, height: max(lh, rh) + 1,
+                                        leafCount: lc + rc))
     }
 }
 
