@@ -82,10 +82,14 @@ static size_t check_data(dispatch_data_t data, const unsigned char *expected, si
     CHECK_EQ(mapped_size, size);
     CHECK_EQ(dispatch_data_get_size(map), size);
     if (size > 0) CHECK(memcmp(buffer, expected, size) == 0);
-    // A second map reuses the first flattening: same bytes, same address.
+    // A second map reuses the first flattening: same bytes, same address (GrandCentral
+    // promises this; libdispatch on Linux flattens again).
     const void *again = NULL;
     dispatch_data_t map2 = dispatch_data_create_map(data, &again, NULL);
+    if (size > 0) CHECK(memcmp(again, expected, size) == 0);
+#ifndef GC_REFERENCE_LIBDISPATCH
     if (size > 0) CHECK(again == buffer);
+#endif
     dispatch_release(map2);
     dispatch_release(map);
 
@@ -289,7 +293,9 @@ static void destructors(void) {
     dispatch_sync_f(queue, NULL, noop_function);
     CHECK_EQ(atomic_load(&destroyed), pieces - 8);
     for (size_t i = 0; i < keeper.count; i++) {
+#ifndef GC_REFERENCE_LIBDISPATCH   // libdispatch hands over the whole 10-byte leaf first
         CHECK_EQ(dispatch_data_get_size(keeper.kept[i]), i == 0 ? 5 : 10);
+#endif
         dispatch_release(keeper.kept[i]);
     }
     WAIT_FOR_COUNT(&destroyed, pieces, 30);
