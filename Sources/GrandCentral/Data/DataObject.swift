@@ -7,9 +7,14 @@ import Synchronization
 //   - a *leaf* stands for `size` contiguous bytes at `bytes`. A leaf either owns its region
 //     (`owner == nil`: it runs the region's destructor when it dies) or is a piece of
 //     another leaf's region (`owner` is that region-owning leaf, which the piece keeps alive);
+//   - a *run* stands for up to `DataObject.runCapacity` leaves side by side, held in one
+//     array of (leaf, bytes, size) entries (one count per leaf). Appending small pieces
+//     fills the run at the end of the tree instead of adding a composite per piece, so
+//     apply and copy_region scan arrays and touch one node per run, not two per region;
 //   - a *composite* stands for `left`'s bytes followed by `right`'s. Its `height` is one
-//     more than its taller child, and the children's heights differ by at most one (an AVL
-//     tree), so a tree of n leaves is at most ~1.44·log2(n) deep.
+//     more than its taller child (leaves and runs have height 0), and the children's
+//     heights differ by at most one (an AVL tree), so a tree of n leaves is at most
+//     ~1.44·log2(n) deep.
 //
 // Concat joins two trees along the taller one's spine (DataTree.swift) and subrange cuts
 // one along two paths; both build O(log n) new composites and share every other node, so no
@@ -26,8 +31,8 @@ import Synchronization
 //     it holds a reference to, without locks;
 //   - a node is never empty, except the global `DataObject.empty`, which appears in no tree
 //     (empty pieces vanish on concat and subrange);
-//   - every reference to a data object — a C handle, a parent's `left`/`right`, a piece's
-//     `owner`, a composite's `flattened`, a Swift `DispatchData` — is one count in
+//   - every reference to a data object — a C handle, a parent's `left`/`right`, a run's
+//     entry, a piece's `owner`, a composite's `flattened`, a Swift `DispatchData` — is one count in
 //     `externalRefs` (DispatchObject). The object holds one ARC retain while that count is
 //     above zero (taken at creation, dropped by the release that reaches zero). So a node
 //     inside a tree always has a count of at least one, and a region handed to an applier
@@ -54,13 +59,15 @@ final class DataObject: DispatchObject, @unchecked Sendable {
     /// Composite: the children (one count each). Leaf: nil.
     let left: Unmanaged<DataObject>?
     let right: Unmanaged<DataObject>?
-    /// Leaf: the first byte. Composite: nil.
+    /// Leaf: the first byte. Otherwise nil.
     let bytes: UnsafeRawPointer?
+    /// Run: its `leafCount` entries (malloc'ed; one count per leaf). Otherwise nil.
+    let entries: UnsafeMutablePointer<RegionEntry>?
     /// Bytes this object represents. Never 0 except for `empty`.
     let size: Int
-    /// 0 for a leaf, else 1 + the taller child's height.
+    /// 0 for a leaf or a run, else 1 + the taller child's height.
     let height: Int
-    /// Leaves below (1 for a leaf).
+    /// Leaves below (1 for a leaf, the entry count for a run).
     let leafCount: Int
     /// Leaf that is a piece of another leaf's region: the region-owning leaf (one count).
     /// A leaf without an owner owns the region `bytes..<bytes+size`.
@@ -78,32 +85,44 @@ final class DataObject: DispatchObject, @unchecked Sendable {
     static let empty = DataObject(emptyGlobal: ())
 
     private init(emptyGlobal: Void) {
-        left = nil; right = nil; bytes = nil; size = 0; height = 0; leafCount = 0; owner = nil; destructor = .none
+        left = nil; right = nil; bytes = nil; entries = nil; size = 0; height = 0; leafCount = 0
+        owner = nil; destructor = .none
         super.init(kind: .data, isGlobal: true)
     }
 
     /// A leaf that owns the region `bytes..<bytes+size` (size > 0).
     private init(region: UnsafeRawPointer, size: Int, destructor: DataDestructor) {
-        left = nil; right = nil; bytes = region; self.size = size; height = 0; leafCount = 1
+        left = nil; right = nil; bytes = region; entries = nil; self.size = size; height = 0; leafCount = 1
         owner = nil; self.destructor = destructor
         super.init(kind: .data)
     }
 
     /// A leaf for `size` bytes at `bytes`, a piece of `owner`'s region; takes `owner`'s count.
     private init(piece bytes: UnsafeRawPointer, size: Int, owner: Unmanaged<DataObject>) {
-        left = nil; right = nil; self.bytes = bytes; self.size = size; height = 0; leafCount = 1
+        left = nil; right = nil; self.bytes = bytes; entries = nil; self.size = size; height = 0; leafCount = 1
         self.owner = owner; destructor = .none
         super.init(kind: .data)
     }
 
     /// A composite of two non-empty trees; takes one count of each.
     private init(left: Unmanaged<DataObject>, right: Unmanaged<DataObject>, size: Int, height: Int, leafCount: Int) {
-        self.left = left; self.right = right; bytes = nil; self.size = size; self.height = height
+        self.left = left; self.right = right; bytes = nil; entries = nil; self.size = size; self.height = height
         self.leafCount = leafCount; owner = nil; destructor = .none
         super.init(kind: .data)
     }
 
+    /// A run over `count` entries (2 or more); takes the array and the entries' counts.
+    private init(entries: UnsafeMutablePointer<RegionEntry>, count: Int, size: Int) {
+        left = nil; right = nil; bytes = nil; self.entries = entries; self.size = size; height = 0
+        leafCount = count; owner = nil; destructor = .none
+        super.init(kind: .data)
+    }
+
     deinit {
+        if let entries {
+            for i in 0..<leafCount { entries[i].leaf.releaseData() }
+            free(entries)
+        }
         if let left { left.releaseData() }
         if let right { right.releaseData() }
         if let owner { owner.releaseData() }
@@ -160,6 +179,42 @@ final class DataObject: DispatchObject, @unchecked Sendable {
         return .passRetained(DataObject(piece: leaf.bytes! + offset, size: length, owner: regionOwner))
     }
 
+    /// Most leaves a run holds.
+    static let runCapacity = 16
+
+    @inline(__always) var isLeaf: Bool { bytes != nil }
+
+    /// One run (or, for a single entry, the leaf itself) over `count` entries built by
+    /// `fill`, which writes entries holding one count each and returns their total size.
+    static func run(count: Int, _ fill: (UnsafeMutablePointer<RegionEntry>) -> Int) -> Unmanaged<DataObject> {
+        guard let entries = malloc(count * MemoryLayout<RegionEntry>.stride)?.assumingMemoryBound(to: RegionEntry.self)
+        else { outOfMemory() }
+        let size = fill(entries)
+        if count == 1 {
+            let leaf = entries[0].leaf
+            free(entries)
+            return leaf
+        }
+        return .passRetained(DataObject(entries: entries, count: count, size: size))
+    }
+
+    /// Writes the entries of `node` (a leaf or a run, borrowed) at `destination`, each with
+    /// a new count; returns how many.
+    static func copyEntries(of node: Unmanaged<DataObject>, to destination: UnsafeMutablePointer<RegionEntry>) -> Int {
+        node._withUnsafeGuaranteedRef { n in
+            if let entries = n.entries {
+                for i in 0..<n.leafCount {
+                    entries[i].leaf.retainData()
+                    (destination + i).initialize(to: entries[i])
+                }
+                return n.leafCount
+            }
+            node.retainData()
+            destination.initialize(to: RegionEntry(leaf: node, bytes: n.bytes!, size: n.size))
+            return 1
+        }
+    }
+
     /// A composite of `left` and `right` (both non-empty, heights within one); takes their counts.
     static func composite(_ left: Unmanaged<DataObject>, _ right: Unmanaged<DataObject>) -> Unmanaged<DataObject> {
         let (ls, lh, lc) = left._withUnsafeGuaranteedRef { ($0.size, $0.height, $0.leafCount) }
@@ -192,4 +247,5 @@ extension Unmanaged where Instance == DataObject {
 
     var size: Int { _withUnsafeGuaranteedRef { $0.size } }
     var height: Int { _withUnsafeGuaranteedRef { $0.height } }
+    var leafCount: Int { _withUnsafeGuaranteedRef { $0.leafCount } }
 }

@@ -8,6 +8,10 @@
 // pieces of the tree on either side of two paths and joins them back up; the joins'
 // heights telescope, so it builds O(log n) nodes.
 //
+// Appending a leaf or run to a tree whose last run has room merges it into that run
+// instead (a path copy down the right spine; heights do not change), and prepending
+// likewise at the left; so a buffer built piece by piece is a tree of full runs.
+//
 // Rejected: rebuilding a balanced tree from the leaf list (O(n) per call), and leaving trees
 // unbalanced (a buffer built by appending would become a list, and apply's and
 // copy_region's walks O(n) deep).
@@ -39,6 +43,7 @@ extension DataObject {
     private static func cut(_ node: Unmanaged<DataObject>, offset: Int, length: Int) -> Unmanaged<DataObject> {
         node._withUnsafeGuaranteedRef { n -> Unmanaged<DataObject> in
             if offset == 0 && length == n.size { node.retainData(); return node }
+            if let entries = n.entries { return cutRun(entries, n.leafCount, offset: offset, length: length) }
             guard let left = n.left, let right = n.right else {
                 return piece(of: n, offset: offset, length: length)
             }
@@ -51,14 +56,74 @@ extension DataObject {
         }
     }
 
+    /// Bytes `offset..<offset+length` of a run's entries: the entries it overlaps, the
+    /// first and last cut to pieces where the range starts or ends inside them.
+    private static func cutRun(_ entries: UnsafeMutablePointer<RegionEntry>, _ count: Int,
+                               offset: Int, length: Int) -> Unmanaged<DataObject> {
+        var first = 0, start = 0
+        while start + entries[first].size <= offset { start += entries[first].size; first += 1 }
+        var last = first, end = start + entries[first].size
+        while end < offset + length { last += 1; end += entries[last].size }
+        return run(count: last - first + 1) { destination in
+            var position = start
+            for k in first...last {
+                let entry = entries[k]
+                let lo = max(offset, position), hi = min(offset + length, position + entry.size)
+                if lo == position && hi == position + entry.size {
+                    entry.leaf.retainData()
+                    (destination + (k - first)).initialize(to: entry)
+                } else {
+                    let part = entry.leaf._withUnsafeGuaranteedRef { piece(of: $0, offset: lo - position, length: hi - lo) }
+                    (destination + (k - first)).initialize(to: RegionEntry(leaf: part, bytes: entry.bytes + (lo - position),
+                                                                           size: hi - lo))
+                }
+                position += entry.size
+            }
+            return length
+        }
+    }
+
     // MARK: Joining
 
     /// Both non-empty and owned; returns one count.
     static func join(owned a: Unmanaged<DataObject>, owned b: Unmanaged<DataObject>) -> Unmanaged<DataObject> {
         let ha = a.height, hb = b.height
+        if hb == 0 && edge(a, right: true).leafCount + b.leafCount <= runCapacity {
+            return intoEdge(owned: a, owned: b, right: true)
+        }
+        if ha == 0 && edge(b, right: false).leafCount + a.leafCount <= runCapacity {
+            return intoEdge(owned: b, owned: a, right: false)
+        }
         if ha > hb + 1 { return joinRight(owned: a, owned: b, hb) }
         if hb > ha + 1 { return joinLeft(owned: a, owned: b, ha) }
         return composite(a, b)
+    }
+
+    /// The last (`right`) or first leaf or run of `node` (borrowed).
+    private static func edge(_ node: Unmanaged<DataObject>, right: Bool) -> Unmanaged<DataObject> {
+        var node = node
+        while let next = node._withUnsafeGuaranteedRef({ right ? $0.right : $0.left }) { node = next }
+        return node
+    }
+
+    /// `tree` with `flat` (a leaf or run) merged into its last (`right`) or first leaf or
+    /// run, which has room for it; both owned. Copies the path; heights do not change.
+    private static func intoEdge(owned tree: Unmanaged<DataObject>, owned flat: Unmanaged<DataObject>,
+                                 right: Bool) -> Unmanaged<DataObject> {
+        if tree.height == 0 {
+            let (first, second) = right ? (tree, flat) : (flat, tree)
+            let merged = run(count: first.leafCount + second.leafCount) { destination in
+                let n = copyEntries(of: first, to: destination)
+                _ = copyEntries(of: second, to: destination + n)
+                return first.size + second.size
+            }
+            tree.releaseData()
+            flat.releaseData()
+            return merged
+        }
+        let (l, r) = expose(owned: tree)
+        return right ? composite(l, intoEdge(owned: r, owned: flat, right: true))
+                     : composite(intoEdge(owned: l, owned: flat, right: false), r)
     }
 
     /// The children of composite `node`, one count each; consumes `node`'s count.
@@ -109,6 +174,11 @@ extension DataObject {
 
     /// True when every composite is balanced and its size and height are its children's.
     func isBalancedTree() -> Bool {
+        if let entries {
+            var total = 0
+            for i in 0..<leafCount { total += entries[i].size; if !entries[i].leaf._withUnsafeGuaranteedRef({ $0.isLeaf }) { return false } }
+            return height == 0 && total == size && leafCount >= 2 && leafCount <= DataObject.runCapacity
+        }
         guard let left, let right else { return height == 0 && (size > 0 || self === DataObject.empty) }
         return left._withUnsafeGuaranteedRef { l in
             right._withUnsafeGuaranteedRef { r in
