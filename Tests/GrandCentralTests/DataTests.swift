@@ -223,4 +223,40 @@ final class DataTests: XCTestCase {
         let second = shared.withUnsafeBytes { (p: UnsafePointer<UInt8>) in UnsafeRawPointer(p) }
         XCTAssertEqual(first, second)
     }
+
+    /// Random appends (both ways round) and subdata, checked against arrays and for balance
+    /// (runs, prepends into the first run, cuts through runs).
+    func testRandomOperationsStayBalancedAndEqual() {
+        var state: UInt64 = 0x5EED
+        func random(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return n == 0 ? 0 : Int((state >> 33) % UInt64(n))
+        }
+        var slots = [(DispatchData, [UInt8])](repeating: (.empty, []), count: 8)
+        for step in 0..<4000 {
+            let a = slots[random(8)], b = slots[random(8)]
+            let result: (DispatchData, [UInt8])
+            switch random(4) {
+            case 0:
+                let piece = bytes(random(20), seed: step)
+                result = (data(piece), piece)
+            case 1:
+                var joined = a.0
+                joined.append(b.0)
+                result = (joined, a.1 + b.1)
+            case 2:
+                var joined = b.0
+                joined.append(a.0)
+                result = (joined, b.1 + a.1)
+            default:
+                let lower = random(a.1.count + 1), upper = lower + random(a.1.count - lower + 1)
+                result = (a.0.subdata(in: lower..<upper), Array(a.1[lower..<upper]))
+            }
+            if result.1.count > 4000 { continue }
+            slots[random(8)] = result
+            XCTAssertTrue(result.0.reference.withObject { $0.isBalancedTree() }, "step \(step)")
+            if step % 50 == 0 { assertEqual(result.0, result.1) }
+            else { XCTAssertEqual(Array(result.0), result.1, "step \(step)") }
+        }
+    }
 }
