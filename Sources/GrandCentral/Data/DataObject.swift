@@ -26,9 +26,11 @@ import Synchronization
 // (O(1), but it keeps every region of the original alive and delays their destructors).
 //
 // Invariants, and why reference counting is enough:
-//   - every stored field is written in `init` and never again, except `flattened`, which
-//     goes once from nil to a leaf (compare-and-exchange); so any thread may read a node
-//     it holds a reference to, without locks;
+//   - every stored field is written in `init` and never again, except the two caches,
+//     `flattened` and `regionIndex`, which each go once from nil to their final value
+//     (compare-and-exchange, published with release, read with acquire); so any thread may
+//     read a node it holds a reference to, without locks (the client's context and
+//     finalizer fields of DispatchObject are the client's to synchronize, as for any object);
 //   - a node is never empty, except the global `DataObject.empty`, which appears in no tree
 //     (empty pieces vanish on concat and subrange);
 //   - every reference to a data object — a C handle, a parent's `left`/`right`, a run's
@@ -74,10 +76,10 @@ final class DataObject: DispatchObject, @unchecked Sendable {
     let owner: Unmanaged<DataObject>?
     /// Region-owning leaf: how to give the region back. Otherwise `.none`.
     let destructor: DataDestructor
-    /// Composite: the one-region copy `create_map` made (one count), or nil. Written once.
+    /// Composite or run: the one-region copy `create_map` made (one count), or nil. Written once.
     let flattened = Atomic<UnsafeMutableRawPointer?>(nil)
-    /// Composite: the leaves in order as a `RegionIndex` (DataAccess.swift), which apply
-    /// builds on its first complete walk, or nil. Written once; borrowed leaf references
+    /// Composite: its leaves in order, a malloc'ed array of `RegionEntry` (DataAccess.swift)
+    /// that apply builds on its first complete walk, or nil. Written once; borrowed leaf references
     /// (this node keeps its whole tree alive).
     let regionIndex = Atomic<UnsafeMutableRawPointer?>(nil)
 
