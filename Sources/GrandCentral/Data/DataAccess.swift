@@ -25,7 +25,7 @@ struct RegionEntry {
 
 extension DataObject {
     /// Composites with fewer leaves are walked every time (their walk stays in cache).
-    static let regionIndexMinimumLeaves = 16
+    static var regionIndexMinimumLeaves: Int { 16 }
 
     /// Calls `body(region, offset, bytes, size)` for each leaf in order, stopping when it
     /// returns false. The region is borrowed for the call. Returns false if `body` did.

@@ -182,7 +182,7 @@ final class DataObject: DispatchObject, @unchecked Sendable {
     }
 
     /// Most leaves a run holds.
-    static let runCapacity = 16
+    static var runCapacity: Int { 16 }
 
     @inline(__always) var isLeaf: Bool { bytes != nil }
 
