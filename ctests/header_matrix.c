@@ -225,6 +225,13 @@ void header_matrix_use(void)
 	/* The inline fast path of dispatch_once_f. */
 	dispatch_once_f(&once, NULL, hm_work);
 
+	/* Type-generic calls (object.h): _Generic macros in C11, overloads in C++; absent
+	 * where neither exists (gcc -std=c99), where only the unavailable declarations are. */
+#if defined(__cplusplus) || defined(dispatch_wait)
+	(void)dispatch_wait(g, DISPATCH_TIME_NOW);
+	(void)dispatch_wait(s, dispatch_time(DISPATCH_TIME_NOW, HM_CAST(int64_t, NSEC_PER_MSEC)));
+#endif
+
 #ifdef __BLOCKS__
 	{
 		__block int counter = 0;
@@ -248,6 +255,13 @@ void header_matrix_use(void)
 		dispatch_block_cancel(bq);
 		(void)dispatch_block_testcancel(bq);
 		(void)dispatch_block_wait(b, DISPATCH_TIME_FOREVER);
+#if defined(__cplusplus) || defined(dispatch_notify)
+		(void)dispatch_wait(b, DISPATCH_TIME_NOW);
+		dispatch_notify(g, q, ^{ counter++; });
+		dispatch_notify(b, main_queue, ^{ counter++; });
+		dispatch_cancel(bq);
+		(void)dispatch_testcancel(bq);
+#endif
 		(void)dispatch_benchmark(10, ^{ counter++; });
 		/* The inline fast path of dispatch_once. */
 		dispatch_once(&once, ^{ counter++; });

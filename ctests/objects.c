@@ -134,6 +134,113 @@ static void group_and_semaphore_finalizers(void) {
     CHECK_EQ(atomic_load(&semaphore_finalized), 1);
 }
 
+// MARK: - Finalizers: called as finalizer(context), on the target queue, only with a context
+
+static char finalizer_target_key;
+static char finalizer_target_marker;
+
+struct finalizer_record {
+    atomic_long calls;
+    atomic_long on_target;   // calls that saw the target queue's specific
+    atomic_long seen_context_ok;
+};
+
+static struct finalizer_record *finalizer_expected_context;
+static atomic_long null_context_calls;
+
+static void recording_finalizer(void *context) {
+    if (context == NULL) {
+        atomic_fetch_add(&null_context_calls, 1);
+        return;
+    }
+    struct finalizer_record *record = context;
+    if (dispatch_get_specific(&finalizer_target_key) == &finalizer_target_marker) {
+        atomic_fetch_add(&record->on_target, 1);
+    }
+    if (record == finalizer_expected_context) atomic_fetch_add(&record->seen_context_ok, 1);
+    atomic_fetch_add(&record->calls, 1);
+}
+
+/// Sets context and finalizer on `object`, targets it at `target`, takes and drops an extra
+/// reference (the finalizer must not run then), drops the last one and checks that the
+/// finalizer ran once, with the context, on `target`.
+static void check_finalizer_on_target(dispatch_object_t object, dispatch_queue_t target, const char *what) {
+    check_section(what);
+    struct finalizer_record record;
+    atomic_init(&record.calls, 0);
+    atomic_init(&record.on_target, 0);
+    atomic_init(&record.seen_context_ok, 0);
+    finalizer_expected_context = &record;
+    dispatch_set_target_queue(object, target);
+    dispatch_set_context(object, &record);
+    dispatch_set_finalizer_f(object, recording_finalizer);
+    dispatch_retain(object);
+    dispatch_release(object);
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&record.calls), 0);
+    dispatch_release(object);
+    WAIT_FOR_COUNT(&record.calls, 1, 10);
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&record.calls), 1);
+    CHECK_EQ(atomic_load(&record.seen_context_ok), 1);
+    CHECK_EQ(atomic_load(&record.on_target), 1);
+}
+
+static void finalizers_run_with_context_on_target(void) {
+    dispatch_queue_t target = dispatch_queue_create("com.grandcentral.tests.finalizer-specific", NULL);
+    dispatch_queue_set_specific(target, &finalizer_target_key, &finalizer_target_marker, NULL);
+    check_finalizer_on_target(dispatch_queue_create("com.grandcentral.tests.finalized-serial", NULL), target,
+                              "a serial queue's finalizer: once, with its context, on its target, after the last release");
+    check_finalizer_on_target(dispatch_queue_create("com.grandcentral.tests.finalized-concurrent", DISPATCH_QUEUE_CONCURRENT),
+                              target, "a concurrent queue's finalizer: once, with its context, on its target");
+    check_finalizer_on_target(dispatch_group_create(), target,
+                              "a group's finalizer: once, with its context, on the target set with dispatch_set_target_queue");
+    check_finalizer_on_target(dispatch_semaphore_create(2), target,
+                              "a semaphore's finalizer: once, with its context, on the target set with dispatch_set_target_queue");
+    dispatch_release(target);
+}
+
+static void finalizer_skipped_without_context(void) {
+    check_section("a finalizer is not called when the object's context is NULL");
+    atomic_store(&null_context_calls, 0);
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.no-context", NULL);
+    dispatch_group_t group = dispatch_group_create();
+    dispatch_semaphore_t semaphore = dispatch_semaphore_create(0);
+    dispatch_set_finalizer_f(queue, recording_finalizer);
+    dispatch_set_finalizer_f(group, recording_finalizer);
+    dispatch_set_finalizer_f(semaphore, recording_finalizer);
+    // A context set and then cleared counts as none.
+    int unused;
+    dispatch_set_context(group, &unused);
+    dispatch_set_context(group, NULL);
+    dispatch_release(queue);
+    dispatch_release(group);
+    dispatch_release(semaphore);
+    // Something that does run on the default global queue, after the releases: any
+    // finalizer submitted there would have been submitted before it.
+    atomic_long flushed = 0;
+    dispatch_async_f(dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), &flushed, count_item);
+    WAIT_FOR_COUNT(&flushed, 1, 10);
+    sleep_ms(100);
+    CHECK_EQ(atomic_load(&null_context_calls), 0);
+}
+
+static void group_semaphore_finalizer_default_queue(void) {
+    check_section("without a target set, a group's finalizer runs on a global queue");
+    struct finalizer_record record;
+    atomic_init(&record.calls, 0);
+    atomic_init(&record.on_target, 0);
+    atomic_init(&record.seen_context_ok, 0);
+    finalizer_expected_context = &record;
+    dispatch_group_t group = dispatch_group_create();
+    dispatch_set_context(group, &record);
+    dispatch_set_finalizer_f(group, recording_finalizer);
+    dispatch_release(group);
+    WAIT_FOR_COUNT(&record.calls, 1, 10);
+    CHECK_EQ(atomic_load(&record.seen_context_ok), 1);
+    CHECK_EQ(atomic_load(&record.on_target), 0);
+}
+
 static void object_union_accepts_every_type(void) {
     check_section("dispatch_object_t takes queues, groups and semaphores without casts");
     dispatch_queue_t queue = dispatch_queue_create(NULL, NULL);
@@ -184,6 +291,9 @@ int main(void) {
     finalizer_runs_on_target_queue();
     finalizer_waits_for_pending_items();
     group_and_semaphore_finalizers();
+    finalizers_run_with_context_on_target();
+    finalizer_skipped_without_context();
+    group_semaphore_finalizer_default_queue();
     object_union_accepts_every_type();
 #ifdef __BLOCKS__
     blocks_capture_and_release();

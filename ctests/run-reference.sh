@@ -39,7 +39,7 @@ for name in "${tests[@]}"; do
     continue
   fi
   start=$(date +%s%N)
-  if timeout 120 "$out/$name" >"$out/$name.log" 2>&1; then
+  if timeout 300 "$out/$name" >"$out/$name.log" 2>&1; then
     elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
     printf '%-16s pass  (%d.%03d s)\n' "$name" $((elapsed_ms / 1000)) $((elapsed_ms % 1000))
     passed=$((passed + 1))

@@ -6,6 +6,8 @@
 #   scripts/examples.sh check PREFIX   build and run every example, then check linkage:
 #       - ldd of each program: no libdispatch.so, exactly one libBlocksRuntime
 #       - readelf -d of libgrandcentral.so: no libdispatch, libswift_Concurrency, libFoundation
+#       - nm -D of the installed libgrandcentral.so: libdispatch's names and nothing else
+#         (scripts/check-exports.sh)
 #
 # The C examples are compiled with `pkg-config --cflags --libs grandcentral` from
 # PREFIX/lib/pkgconfig: pipeline_f.c with gcc (the _f API), pipeline_blocks.c with the Swift
@@ -88,6 +90,8 @@ for forbidden in libdispatch libswift_Concurrency libFoundation; do
         die "libgrandcentral.so depends on $forbidden (readelf -d: $(tr '\n' ' ' <<<"$needed"))"
     fi
 done
+"$root/scripts/check-exports.sh" "$library" "$prefix/include" >/dev/null \
+    || die "libgrandcentral.so exports names that are not libdispatch's (scripts/check-exports.sh)"
 for entry in "${programs[@]}"; do
     IFS='|' read -r name path _ <<<"$entry"
     deps=$(ldd "$path" 2>&1) || die "ldd $path failed: $deps"
@@ -99,4 +103,5 @@ for entry in "${programs[@]}"; do
     [ "$blocks" = 1 ] || die "$name loads $blocks copies of libBlocksRuntime (want exactly one):"$'\n'"$deps"
 done
 echo "examples: pipeline_f (gcc), pipeline_blocks (clang -fblocks), cmake-consumer and swift-consumer built against $prefix and ran;"
-echo "examples: libgrandcentral.so needs no libdispatch/libswift_Concurrency/libFoundation; each program loads one libBlocksRuntime"
+echo "examples: libgrandcentral.so needs no libdispatch/libswift_Concurrency/libFoundation and exports only libdispatch's names;"
+echo "examples: each program loads one libBlocksRuntime"

@@ -53,46 +53,13 @@ void dispatch_barrier_async_and_wait(dispatch_queue_t queue, dispatch_block_t bl
 	dispatch_barrier_async_and_wait_f(queue, (void *)block, gc_block_invoke);
 }
 
-// MARK: - Deferred barriers
-//
-// dispatch_after and dispatch_group_notify have no barrier twin. For a barrier work
-// item, the deferred call delivers a small hop to a global queue instead, and the hop
-// submits the item to its queue as a barrier at that moment, which is when libdispatch
-// would have enqueued it. The queue is retained for the hop's lifetime.
-
-struct gc_barrier_hop {
-	dispatch_queue_t queue;
-	void *block; // copied; released by the trampoline that runs it
-};
-
-void *gc_barrier_hop_create(dispatch_queue_t queue, void *block, const char *function)
-{
-	struct gc_barrier_hop *hop = gc_shim_alloc(sizeof *hop, function);
-	hop->queue = queue;
-	hop->block = block;
-	dispatch_retain(queue);
-	return hop;
-}
-
-void gc_barrier_hop_run(void *context)
-{
-	struct gc_barrier_hop hop = *(struct gc_barrier_hop *)context;
-	free(context);
-	dispatch_barrier_async_f(hop.queue, hop.block, gc_block_invoke_and_release);
-	dispatch_release(hop.queue);
-}
-
+// dispatch_after has no barrier twin: the flags travel with the item (see shim.h).
 void dispatch_after(dispatch_time_t when, dispatch_queue_t queue, dispatch_block_t block)
 {
 	gc_check_queue_and_block(queue, block, "dispatch_after");
 	void *context = gc_block_copy(block, "dispatch_after");
-	if (gc_block_is_barrier(block)) {
-		void *hop = gc_barrier_hop_create(queue, context, "dispatch_after");
-		dispatch_after_f(when, dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), hop,
-				gc_barrier_hop_run);
-	} else {
-		dispatch_after_f(when, queue, context, gc_block_invoke_and_release);
-	}
+	gc_after_flags_f(when, queue, context, gc_block_invoke_and_release,
+			gc_block_submit_flags(block));
 }
 
 // MARK: - dispatch_apply

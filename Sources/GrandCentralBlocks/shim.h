@@ -8,7 +8,9 @@
 //
 // The one twist is work-item blocks (work_item.c): a block made by dispatch_block_create
 // with DISPATCH_BLOCK_BARRIER is submitted as a barrier, so every submitting wrapper asks
-// gc_block_is_barrier() first.
+// gc_block_is_barrier() first and passes the answer on: to the barrier twin where the API
+// has one (dispatch_barrier_async_f, ...), otherwise to the engine's internal entry point
+// that takes flags (gc_*_flags_f below). The shim never schedules anything itself.
 //
 // This header is private to the shim. It is included before anything else in every
 // shim file.
@@ -124,20 +126,31 @@ static inline void gc_check_queue_and_block(const void *queue, const void *block
 	if (__builtin_expect(block == NULL, 0)) gc_client_bug(function, "block is NULL");
 }
 
-/// A barrier work item whose submission is deferred (dispatch_after,
-/// dispatch_group_notify) travels as a hop: gc_barrier_hop_run, run later on a global
-/// queue, submits `block` (a copy, which it consumes) to `queue` as a barrier. The hop
-/// retains the queue until then. Defined in queue.c.
-GC_SHIM_HIDDEN void *gc_barrier_hop_create(dispatch_queue_t queue, void *block,
-		const char *function);
-GC_SHIM_HIDDEN void gc_barrier_hop_run(void *hop);
+// MARK: - Internal entry points with flags (GrandCentralExports)
+//
+// The `_f` calls of the API that have no barrier twin, with a flags word. Defined in Swift
+// (@_cdecl); not libdispatch's names, so cmake/exports.map keeps them local to the library.
+// They check their arguments like the public call named in their messages.
 
-/// Allocates `size` bytes or aborts (see gc_shim_out_of_memory).
-static inline void *gc_shim_alloc(size_t size, const char *function)
+/// Bits of the flags word.
+enum {
+	GC_SUBMIT_BARRIER = 1u << 0, // run as a barrier on the queue
+};
+
+/// Returns the flags a block is submitted with: GC_SUBMIT_BARRIER for a barrier work item.
+static inline unsigned long gc_block_submit_flags(dispatch_block_t block)
 {
-	void *memory = malloc(size);
-	if (__builtin_expect(memory == NULL, 0)) gc_shim_out_of_memory(function);
-	return memory;
+	return gc_block_is_barrier(block) ? GC_SUBMIT_BARRIER : 0;
 }
+
+/// dispatch_after_f with flags.
+void gc_after_flags_f(dispatch_time_t when, dispatch_queue_t queue, void *context,
+		dispatch_function_t function, unsigned long flags);
+/// dispatch_group_async_f with flags.
+void gc_group_async_flags_f(dispatch_group_t group, dispatch_queue_t queue, void *context,
+		dispatch_function_t function, unsigned long flags);
+/// dispatch_group_notify_f with flags.
+void gc_group_notify_flags_f(dispatch_group_t group, dispatch_queue_t queue, void *context,
+		dispatch_function_t function, unsigned long flags);
 
 #endif // GRANDCENTRAL_BLOCKS_SHIM_H

@@ -25,17 +25,43 @@ public func dispatch_group_wait(_ g: UnsafeMutableRawPointer?, _ timeout: UInt64
 @_cdecl("dispatch_group_notify_f")
 public func dispatch_group_notify_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
                                     _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
-    let f = work(function, "dispatch_group_notify_f")
-    let target = queue(q, "dispatch_group_notify_f").takeUnretainedValue()
-    group(g, "dispatch_group_notify_f")._withUnsafeGuaranteedRef { $0.notify(queue: target, function: f, context: context) }
+    groupNotify(g, q, context, function, [], "dispatch_group_notify_f")
+}
+
+/// dispatch_group_notify with flags, for the block shim (a barrier work item).
+@_cdecl("gc_group_notify_flags_f")
+public func gc_group_notify_flags_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
+                                    _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?, _ flags: UInt) {
+    groupNotify(g, q, context, function, submitFlags(flags), "dispatch_group_notify")
+}
+
+@inline(__always)
+private func groupNotify(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
+                         _ function: DispatchFunction?, _ flags: ContinuationFlags, _ name: StaticString) {
+    let f = work(function, name)
+    let target = queue(q, name).takeUnretainedValue()
+    group(g, name)._withUnsafeGuaranteedRef { $0.notify(queue: target, function: f, context: context, flags: flags) }
 }
 
 @_cdecl("dispatch_group_async_f")
 public func dispatch_group_async_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
                                    _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?) {
-    let f = work(function, "dispatch_group_async_f")
-    let target = queue(q, "dispatch_group_async_f")
-    group(g, "dispatch_group_async_f")._withUnsafeGuaranteedRef { g in
-        target._withUnsafeGuaranteedRef { g.async(queue: $0, function: f, context: context) }
+    groupAsync(g, q, context, function, [], "dispatch_group_async_f")
+}
+
+/// dispatch_group_async with flags, for the block shim (a barrier work item).
+@_cdecl("gc_group_async_flags_f")
+public func gc_group_async_flags_f(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?,
+                                   _ context: UnsafeMutableRawPointer?, _ function: DispatchFunction?, _ flags: UInt) {
+    groupAsync(g, q, context, function, submitFlags(flags), "dispatch_group_async")
+}
+
+@inline(__always)
+private func groupAsync(_ g: UnsafeMutableRawPointer?, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
+                        _ function: DispatchFunction?, _ flags: ContinuationFlags, _ name: StaticString) {
+    let f = work(function, name)
+    let target = queue(q, name)
+    group(g, name)._withUnsafeGuaranteedRef { g in
+        target._withUnsafeGuaranteedRef { g.async(queue: $0, function: f, context: context, flags: flags) }
     }
 }

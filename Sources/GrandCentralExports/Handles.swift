@@ -40,3 +40,11 @@ func work(_ function: DispatchFunction?, _ name: StaticString) -> DispatchFuncti
     guard let function else { clientBug(name, "function is NULL") }
     return function
 }
+
+/// The flags word of the internal entry points the block shims call (`gc_*_flags_f`;
+/// GrandCentralBlocks/shim.h spells the bits): bit 0 is "run as a barrier". They are not
+/// libdispatch's names, so the version script keeps them out of the dynamic symbol table.
+@inline(__always)
+func submitFlags(_ raw: UInt) -> ContinuationFlags {
+    raw & 1 != 0 ? .barrier : []
+}

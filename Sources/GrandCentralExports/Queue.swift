@@ -199,3 +199,11 @@ public func dispatch_after_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ co
     let f = work(function, "dispatch_after_f")
     queue(q, "dispatch_after_f")._withUnsafeGuaranteedRef { $0.after(when, f, context) }
 }
+
+/// dispatch_after with flags, for the block shim (a barrier work item).
+@_cdecl("gc_after_flags_f")
+public func gc_after_flags_f(_ when: UInt64, _ q: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
+                             _ function: DispatchFunction?, _ flags: UInt) {
+    let f = work(function, "dispatch_after")
+    queue(q, "dispatch_after")._withUnsafeGuaranteedRef { $0.after(when, f, context, submitFlags(flags)) }
+}

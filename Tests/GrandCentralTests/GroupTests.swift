@@ -153,6 +153,43 @@ final class GroupTests: XCTestCase {
         XCTAssertEqual(seen.values, [10])
     }
 
+    /// notify(flags: .barrier) and a barrier work item run as barriers on a concurrent
+    /// queue (as Dispatch does): after the items already running there, alone, and before
+    /// the notifications registered after them.
+    func testBarrierNotificationRunsAloneAndInOrder() {
+        let queue = DispatchQueue(label: "test.group.notify.barrier", attributes: .concurrent)
+        let probe = ConcurrencyProbe()
+        let violations = Counter()
+        let barriersDone = Counter()
+        let group = DispatchGroup()
+        group.enter()
+        for _ in 0..<4 {
+            queue.async { probe.measure(spinMicroseconds: 20_000) }
+        }
+        group.notify(flags: .barrier, queue: queue) {
+            if probe.current != 0 { _ = violations.increment() }
+            sleep(milliseconds: 10)
+            if probe.current != 0 { _ = violations.increment() }
+            _ = barriersDone.increment()
+        }
+        let item = DispatchWorkItem(flags: .barrier) {
+            if probe.current != 0 { _ = violations.increment() }
+            _ = barriersDone.increment()
+        }
+        group.notify(queue: queue, work: item)
+        let late = Counter()
+        group.notify(queue: queue) {
+            if barriersDone.value != 2 { _ = late.increment() }
+        }
+        sleep(milliseconds: 5)
+        group.leave()
+        queue.sync(flags: .barrier) {}
+        XCTAssertTrue(eventually { barriersDone.value == 2 })
+        queue.sync(flags: .barrier) {}
+        XCTAssertEqual(violations.value, 0)
+        XCTAssertEqual(late.value, 0)
+    }
+
     func testGroupSpanningSeveralQueues() {
         let group = DispatchGroup()
         let queues = [

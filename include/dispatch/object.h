@@ -116,7 +116,8 @@ dispatch_set_context(dispatch_object_t object, void *context);
 /*!
  * @function dispatch_set_finalizer_f
  * Sets a function to call, on the object's target queue, with the object's context once
- * the object's last reference is gone. Typically it frees the context. NULL removes it.
+ * the object's last reference is gone. Typically it frees the context; if the context is
+ * NULL then, the finalizer is not called at all. NULL removes the finalizer.
  */
 DISPATCH_EXPORT DISPATCH_NOTHROW
 void
@@ -167,6 +168,160 @@ DISPATCH_EXPORT DISPATCH_NONNULL2 DISPATCH_NOTHROW DISPATCH_COLD
 DISPATCH_FORMAT(printf, 2, 0)
 void
 dispatch_debugv(dispatch_object_t object, const char *message, va_list ap);
+
+/* MARK: - Type-generic calls
+ *
+ * dispatch_wait, dispatch_notify, dispatch_cancel and dispatch_testcancel take an object
+ * of any type that has the operation and call that type's own function:
+ *
+ *   dispatch_wait(object, timeout)      block: dispatch_block_wait
+ *                                       group: dispatch_group_wait
+ *                                       semaphore: dispatch_semaphore_wait
+ *   dispatch_notify(object, queue, b)   block: dispatch_block_notify
+ *                                       group: dispatch_group_notify
+ *   dispatch_cancel(object)             block: dispatch_block_cancel
+ *   dispatch_testcancel(object)         block: dispatch_block_testcancel
+ *
+ * The block forms exist only with __BLOCKS__ (dispatch_notify and the cancel calls have
+ * no other form yet). Sources will add dispatch_source_cancel and
+ * dispatch_source_testcancel to dispatch_cancel and dispatch_testcancel: one association
+ * in each C macro below and one C++ overload each, at the places marked "sources".
+ *
+ * How the type is chosen:
+ *  - C11 (and C99 on compilers that offer _Generic as an extension, such as clang): each
+ *    name is a macro over a _Generic selection. Any other type does not compile.
+ *  - C++: each name is a set of inline overloads (C++ linkage), one per type.
+ *  - Otherwise (gcc with -std=c99): there is no selection; the names are declared as
+ *    unavailable functions taking void *, so a call is a compile-time error rather than
+ *    a link-time one. Call the type's own function instead.
+ * In every mode the names are also declared as functions taking void *, marked
+ * unavailable (dispatch_notify and the cancel calls only with __BLOCKS__): the library
+ * defines no function of these names (nor does libdispatch). In C++ a call with a type
+ * that has no overload resolves to them and is reported as unavailable.
+ */
+
+DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL1 DISPATCH_NOTHROW
+intptr_t
+dispatch_wait(void *object, dispatch_time_t timeout);
+
+#ifdef __BLOCKS__
+DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_notify(void *object, dispatch_object_t queue, dispatch_block_t notification_block);
+
+DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_cancel(void *object);
+
+DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_WARN_RESULT DISPATCH_NOTHROW
+intptr_t
+dispatch_testcancel(void *object);
+#endif /* __BLOCKS__ */
+
+#if defined(__cplusplus)
+/* The functions the overloads call, declared ahead of their own headers (which declare
+ * them again, identically) because object.h comes first. */
+struct dispatch_group_s;
+struct dispatch_semaphore_s;
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+intptr_t
+dispatch_group_wait(struct dispatch_group_s *group, dispatch_time_t timeout);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+intptr_t
+dispatch_semaphore_wait(struct dispatch_semaphore_s *dsema, dispatch_time_t timeout);
+#ifdef __BLOCKS__
+struct dispatch_queue_s;
+DISPATCH_EXPORT DISPATCH_NONNULL1 DISPATCH_NOTHROW
+intptr_t
+dispatch_block_wait(dispatch_block_t block, dispatch_time_t timeout);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_block_notify(dispatch_block_t block, struct dispatch_queue_s *queue,
+		dispatch_block_t notification_block);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_group_notify(struct dispatch_group_s *group, struct dispatch_queue_s *queue,
+		dispatch_block_t block);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_block_cancel(dispatch_block_t block);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_WARN_RESULT DISPATCH_PURE DISPATCH_NOTHROW
+intptr_t
+dispatch_block_testcancel(dispatch_block_t block);
+#endif /* __BLOCKS__ */
+
+extern "C++" {
+inline intptr_t dispatch_wait(struct dispatch_group_s *group, dispatch_time_t timeout)
+{
+	return dispatch_group_wait(group, timeout);
+}
+inline intptr_t dispatch_wait(struct dispatch_semaphore_s *semaphore, dispatch_time_t timeout)
+{
+	return dispatch_semaphore_wait(semaphore, timeout);
+}
+#ifdef __BLOCKS__
+inline intptr_t dispatch_wait(dispatch_block_t block, dispatch_time_t timeout)
+{
+	return dispatch_block_wait(block, timeout);
+}
+inline void dispatch_notify(struct dispatch_group_s *group, struct dispatch_queue_s *queue,
+		dispatch_block_t notification_block)
+{
+	dispatch_group_notify(group, queue, notification_block);
+}
+inline void dispatch_notify(dispatch_block_t block, struct dispatch_queue_s *queue,
+		dispatch_block_t notification_block)
+{
+	dispatch_block_notify(block, queue, notification_block);
+}
+inline void dispatch_cancel(dispatch_block_t block)
+{
+	dispatch_block_cancel(block);
+}
+inline intptr_t dispatch_testcancel(dispatch_block_t block)
+{
+	return dispatch_block_testcancel(block);
+}
+#endif /* __BLOCKS__ */
+/* sources: dispatch_cancel(dispatch_source_t) and dispatch_testcancel(dispatch_source_t). */
+} /* extern "C++" */
+
+#elif (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L) || \
+		DISPATCH_HAS_EXTENSION(c_generic_selections)
+/* __extension__ keeps -pedantic quiet where _Generic is an extension (C99). */
+#if DISPATCH_GNU_ATTRIBUTES
+#define __DISPATCH_GENERIC(object, ...) (__extension__ _Generic((object), __VA_ARGS__))
+#else
+#define __DISPATCH_GENERIC(object, ...) _Generic((object), __VA_ARGS__)
+#endif
+/* One association for blocks, or none without __BLOCKS__ (always listed first). */
+#ifdef __BLOCKS__
+#define __DISPATCH_GENERIC_BLOCK(function) dispatch_block_t: function,
+#else
+#define __DISPATCH_GENERIC_BLOCK(function)
+#endif
+
+#define dispatch_wait(object, timeout) \
+		__DISPATCH_GENERIC(object, \
+			__DISPATCH_GENERIC_BLOCK(dispatch_block_wait) \
+			dispatch_group_t: dispatch_group_wait, \
+			dispatch_semaphore_t: dispatch_semaphore_wait)((object), (timeout))
+
+#ifdef __BLOCKS__
+#define dispatch_notify(object, queue, notification_block) \
+		__DISPATCH_GENERIC(object, \
+			dispatch_block_t: dispatch_block_notify, \
+			dispatch_group_t: dispatch_group_notify)((object), (queue), (notification_block))
+/* sources: add dispatch_source_t: dispatch_source_cancel / dispatch_source_testcancel,
+ * and define these two without __BLOCKS__ too. */
+#define dispatch_cancel(object) \
+		__DISPATCH_GENERIC(object, \
+			dispatch_block_t: dispatch_block_cancel)((object))
+#define dispatch_testcancel(object) \
+		__DISPATCH_GENERIC(object, \
+			dispatch_block_t: dispatch_block_testcancel)((object))
+#endif /* __BLOCKS__ */
+#endif /* type-generic selection */
 
 /*
  * Passing a queue or group where a dispatch_object_t is expected relies on the

@@ -418,9 +418,9 @@ dispatch_queue_get_qos_class(dispatch_queue_t queue, int *relative_priority_ptr)
 
 /*!
  * @function dispatch_set_target_queue
- * Makes `queue` the target of `object` (a queue or source): the object's work then runs
- * through that queue. NULL restores the default global queue. A target cycle is a client
- * bug. Once an object has been activated, changing its target is not allowed.
+ * Makes `queue` the target of `object`. A queue's or source's work then runs through that
+ * queue; any other object (a group, a semaphore) only runs its finalizer there. NULL
+ * restores the default global queue. A target cycle is a client bug.
  */
 DISPATCH_EXPORT DISPATCH_NOTHROW
 void

@@ -65,9 +65,10 @@ typedef struct gc_continuation_s {
     uintptr_t flags;      // ContinuationFlags (Swift)
     void *group;          // group to leave after running, or NULL
     void *owner;          // queue whose width the item holds while it runs, or NULL
-    void *waiter;         // syncWaiter: &waiter_word; dispatch_after: the target queue until it fires;
+    void *waiter;         // dispatch_after: the target queue until it fires;
                           // a depot batch's head: the next batch
-    uintptr_t waiter_word;// syncWaiter: the futex word (low 32 bits) the submitter sleeps on, 0 until run
+    uintptr_t waiter_word;// syncWaiter/syncHandoff: the futex word (low 32 bits) the sync caller
+                          // sleeps on, 0 until it may go on
 } gc_continuation_t;
 
 static inline gc_continuation_t *gc_continuation_load_next(gc_continuation_t *c) {
@@ -108,12 +109,23 @@ static inline bool gc_uword_cas(uintptr_t *w, uintptr_t *expected, uintptr_t des
 // MARK: - Per-thread state
 //
 // Owned by its thread: only the thread itself reads or writes its gc_thread_t.
-#define GC_HELD_QUEUES_MAX 32
+
+/// One entry of a thread's held-queue stack (HeldQueues in the engine): a queue the thread
+/// is draining, running a redirected item of, or holds for a dispatch_sync. Frames live on
+/// the stack of the function that entered the queue and are linked innermost first, so
+/// the stack is as deep as the program nests and costs no allocation. `queue` is an
+/// unretained queue pointer whose low bit is set when the thread holds the queue
+/// exclusively (its drain lock) rather than one unit of its width.
+typedef struct gc_held_frame_s {
+    struct gc_held_frame_s *outer;
+    void *queue;
+} gc_held_frame_t;
+
 typedef struct gc_thread_s {
     gc_continuation_t *cache;      // free continuations, linked through `next`
     uint32_t cache_count;
-    uint32_t held_count;           // depth of `held`, may exceed GC_HELD_QUEUES_MAX
-    void *held[GC_HELD_QUEUES_MAX];// queues this thread is draining or holds for a sync, innermost last
+    uint32_t reserved;
+    gc_held_frame_t *held;         // the innermost held queue's frame, or NULL
     void *worker;                  // the pool worker running on this thread, or NULL
     void *apply;                   // the dispatch_apply this thread is helping with, or NULL
     uint64_t flags;
@@ -124,27 +136,25 @@ extern __thread gc_thread_t gc_thread_storage
 
 static inline gc_thread_t *gc_thread_self(void) { return &gc_thread_storage; }
 
-/// Enters `queue` on this thread's held-queue stack (see HeldQueues in the engine). The
-/// entry's low bit says the thread holds the queue exclusively (its drain lock).
-static inline void gc_held_push(void *queue) {
-    gc_thread_t *t = &gc_thread_storage;
-    uint32_t depth = t->held_count;
-    if (depth < GC_HELD_QUEUES_MAX) t->held[depth] = queue;
-    t->held_count = depth + 1;
+/// Makes `frame` (on the caller's stack, already holding its queue) the innermost held
+/// queue. Paired with gc_held_leave on the same frame, in stack order.
+static inline void gc_held_enter(gc_held_frame_t *frame) {
+    frame->outer = gc_thread_storage.held;
+    gc_thread_storage.held = frame;
 }
-static inline void gc_held_pop(void) { gc_thread_storage.held_count -= 1; }
-/// The innermost held queue, or NULL.
-static inline void *gc_held_top(void) {
-    uint32_t depth = gc_thread_storage.held_count;
-    if (depth == 0) return NULL;
-    if (depth > GC_HELD_QUEUES_MAX) depth = GC_HELD_QUEUES_MAX;
-    return gc_thread_storage.held[depth - 1];
+static inline void gc_held_leave(gc_held_frame_t *frame) { gc_thread_storage.held = frame->outer; }
+/// Installs a chain of frames already linked among themselves (`innermost` … `outermost`,
+/// through `outer`), on top of the current ones. Returns the previous innermost frame,
+/// which gc_held_restore puts back.
+static inline gc_held_frame_t *gc_held_enter_chain(gc_held_frame_t *innermost, gc_held_frame_t *outermost) {
+    gc_held_frame_t *previous = gc_thread_storage.held;
+    outermost->outer = previous;
+    gc_thread_storage.held = innermost;
+    return previous;
 }
-static inline uint32_t gc_held_depth(void) {
-    uint32_t depth = gc_thread_storage.held_count;
-    return depth > GC_HELD_QUEUES_MAX ? GC_HELD_QUEUES_MAX : depth;
-}
-static inline void *gc_held_at(uint32_t index) { return gc_thread_storage.held[index]; }
+static inline void gc_held_restore(gc_held_frame_t *previous) { gc_thread_storage.held = previous; }
+/// The innermost frame, or NULL outside any queue.
+static inline gc_held_frame_t *gc_held_top(void) { return gc_thread_storage.held; }
 
 // MARK: - Data symbols of the C ABI
 //

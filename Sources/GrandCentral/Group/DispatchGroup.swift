@@ -32,6 +32,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
         let queue: DispatchQueue
         let function: DispatchFunction
         let context: UnsafeMutableRawPointer?
+        let flags: ContinuationFlags
     }
     private var notifications: [Notification] = []
     private let notifyLock = SpinLock()
@@ -99,7 +100,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
             notifications.removeAll { $0.generation <= generation }
         }
         for n in due {
-            n.queue.enqueue(n.function, n.context)
+            n.queue.enqueue(n.function, n.context, n.flags)
         }
     }
 
@@ -131,8 +132,10 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     }
 
     /// `dispatch_group_notify_f`: submits `function(context)` to `queue` once the group is
-    /// empty (at once if it is empty now).
-    func notify(queue: DispatchQueue, function: DispatchFunction, context: UnsafeMutableRawPointer?) {
+    /// empty (at once if it is empty now). `flags` go with the item (`.barrier`: it runs
+    /// as a barrier on `queue`); notifications are submitted in the order they were made.
+    func notify(queue: DispatchQueue, function: DispatchFunction, context: UnsafeMutableRawPointer?,
+                flags: ContinuationFlags = []) {
         let submitNow: Bool = notifyLock.withLock {
             var s = state.load(ordering: .acquiring)
             while true {
@@ -142,17 +145,20 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
                 if done { break }
                 s = now
             }
-            notifications.append(Notification(generation: s >> 34, queue: queue, function: function, context: context))
+            notifications.append(Notification(generation: s >> 34, queue: queue, function: function,
+                                              context: context, flags: flags))
             return false
         }
-        if submitNow { queue.enqueue(function, context) }
+        if submitNow { queue.enqueue(function, context, flags) }
     }
 
-    /// `dispatch_group_async_f`.
+    /// `dispatch_group_async_f`: `function(context)` runs on `queue` as a member of the
+    /// group, with `flags` (`.barrier`: as a barrier on `queue`).
     @inline(__always)
-    func async(queue: DispatchQueue, function: DispatchFunction, context: UnsafeMutableRawPointer?) {
+    func async(queue: DispatchQueue, function: DispatchFunction, context: UnsafeMutableRawPointer?,
+               flags: ContinuationFlags = []) {
         enter()
-        let node = ContinuationCache.make(function, context, .groupMember)
+        let node = ContinuationCache.make(function, context, flags.union(.groupMember))
         node.pointee.group = Unmanaged.passUnretained(self).toOpaque()
         queue.push(node)
     }

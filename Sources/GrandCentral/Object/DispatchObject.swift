@@ -27,27 +27,52 @@ open class DispatchObject: @unchecked Sendable {
     /// `dispatch_set_context`/`dispatch_get_context`. Plain field, like libdispatch's
     /// `do_ctxt`: the client synchronizes setting it with using it.
     var context: UnsafeMutableRawPointer?
-    /// `dispatch_set_finalizer_f`: runs with `context` on the target queue once the object is gone.
+    /// `dispatch_set_finalizer_f`: once the object is gone, `finalizer(context)` is submitted
+    /// to its target queue, and only if `context` is non-nil (libdispatch's rule: a
+    /// finalizer exists to free the context, so without one there is nothing to call it with).
     var finalizer: DispatchFunction?
+    /// The target queue of an object that is not a queue (a group, a semaphore), set with
+    /// `dispatch_set_target_queue`: where its finalizer runs. A retained `DispatchQueue`, or
+    /// 0 for the default (the default-QoS root queue). Queues keep their target themselves
+    /// (`DispatchQueue.targetBits`) and never use this word. Exchanged atomically, so that
+    /// racing setters each release exactly the reference they replaced; read only by deinit,
+    /// when no other reference exists.
+    private let objectTargetBits = Atomic<UInt>(0)
 
     init(kind: ObjectKind, isGlobal: Bool = false) {
         self.kind = kind
         self.isGlobal = isGlobal
     }
 
-    /// The queue this object's callbacks and finalizer run on. Queues override this.
-    var finalizerQueue: DispatchQueue? { DispatchQueue.defaultRootQueue }
+    /// The queue this object's finalizer runs on. Queues override this (their target).
+    var finalizerQueue: DispatchQueue? {
+        let bits = objectTargetBits.load(ordering: .acquiring)
+        if bits == 0 { return DispatchQueue.defaultRootQueue }
+        return Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
 
-    deinit { runFinalizer() }
+    deinit {
+        runFinalizer()  // on the target, which must still be alive
+        let bits = objectTargetBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
 
-    /// Submits the finalizer, once. Subclasses whose `finalizerQueue` depends on state
-    /// their own deinit tears down call this first.
+    /// Submits `finalizer(context)` to the finalizer queue, once, if both are set. The
+    /// queue keeps itself alive while the item is pending. Subclasses whose
+    /// `finalizerQueue` depends on state their own deinit tears down call this first.
     final func runFinalizer() {
-        if let finalizer {
-            self.finalizer = nil
-            let queue = finalizerQueue ?? DispatchQueue.defaultRootQueue
-            queue.enqueue(finalizer, context)
-        }
+        guard let finalizer else { return }
+        self.finalizer = nil
+        guard let context else { return }
+        let queue = finalizerQueue ?? DispatchQueue.defaultRootQueue
+        queue.enqueue(finalizer, context)
+    }
+
+    /// `dispatch_set_target_queue` on an object that is not a queue: nil is the default.
+    final func setObjectTarget(_ target: DispatchQueue?) {
+        let bits = target.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        let old = objectTargetBits.exchange(bits, ordering: .acquiringAndReleasing)
+        if old != 0 { Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release() }
     }
 
     // MARK: C reference counting
@@ -85,7 +110,10 @@ open class DispatchObject: @unchecked Sendable {
     func suspendObject() {}
     func resumeObject(caller: StaticString) {}
     func activateObject() {}
-    func setTargetObject(_ target: DispatchQueue?, caller: StaticString) {}
+    /// Queues and sources retarget their work; any other object only moves its finalizer.
+    func setTargetObject(_ target: DispatchQueue?, caller: StaticString) {
+        if !isGlobal { setObjectTarget(target) }
+    }
 
     // MARK: Swift API (spelled like Swift's Dispatch)
 

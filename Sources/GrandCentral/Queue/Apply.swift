@@ -94,9 +94,7 @@ extension DispatchQueue {
             // A root queue has no width to take; a caller already inside this queue holds
             // a unit of its width (or its drain), which covers its share. Taking another
             // could wait forever for units held by callers like it.
-            HeldQueues.push(self, exclusive: false)
-            state.participate()
-            HeldQueues.pop()
+            HeldQueues.entering(self, exclusive: false) { state.participate() }
         } else {
             // The caller's share is an item of the queue too: it takes a unit of width (or
             // waits behind a barrier, or for a suspended queue to resume) like the helpers.

@@ -47,13 +47,16 @@ enum MainQueueDriver {
     /// Drains the main queue on the main thread. Its ENQUEUED bit was set by a wakeup,
     /// which makes this thread the drain owner.
     static func drainMain(_ queue: DispatchQueue) {
-        HeldQueues.push(queue, exclusive: true)
-        while true {
-            while !QueueState(queue.state.load(ordering: .relaxed)).isSuspended, let node = queue.items.pop() {
-                runContinuation(node)
+        HeldQueues.entering(queue, exclusive: true) {
+            while true {
+                while !QueueState(queue.state.load(ordering: .relaxed)).isSuspended, let node = queue.items.pop() {
+                    // Syncs onto the main queue run on the main thread (`syncWaiter`), so
+                    // no caller ever waits here for a hand-off.
+                    assert(node.pointee.flags & ContinuationFlags.syncHandoff.rawValue == 0)
+                    runContinuation(node)
+                }
+                if queue.tryUnlockDrain() { break }
             }
-            if queue.tryUnlockDrain() { break }
         }
-        HeldQueues.pop()
     }
 }

@@ -10,38 +10,82 @@ import Synchronization
 /// does not starve others on the same root queue.
 let drainBudget = 1024
 
+/// How a drain ended, and so what becomes of the drain lock (ENQUEUED) and the ARC retain
+/// the drain owns. Every drain ends through `finishDrain`: the one place the drain lock
+/// changes hands.
+enum DrainOutcome {
+    /// Nothing runnable is left and the lock is given up (`tryUnlockDrain`).
+    case unlocked
+    /// The budget ran out with items left: the drain keeps the lock and goes to the back
+    /// of its target's line.
+    case yielded
+    /// A concurrent queue's head item waits for width (DRAIN_WAITING is set): the lock and
+    /// the retain stay with the waiting drain, and the completion that clears the bit
+    /// schedules it again.
+    case waitingForWidth
+    /// The head item is a `dispatch_sync` caller that needs the queue exclusively: the lock
+    /// passes to that caller, who runs its function on its own thread and gives the queue
+    /// back (`syncRelease`).
+    case handedOff(Continuation)
+}
+
 extension DispatchQueue {
     /// Entered through a scheduled drain node; owns ENQUEUED and one ARC retain.
+    ///
+    /// The per-kind hook: what "is there work, and run it" means is the drain function of
+    /// the object's kind (a serial queue runs items in order, a concurrent queue dispatches
+    /// them through its width). A new kind of queue-like object adds its own drain here and
+    /// ends it through `finishDrain`.
     final func drain() {
-        if usesWidth.load(ordering: .acquiring) { drainConcurrent() } else { drainSerial() }
+        let outcome = HeldQueues.entering(self, exclusive: true) {
+            usesWidth.load(ordering: .acquiring) ? drainConcurrent() : drainSerial()
+        }
+        finishDrain(outcome)
     }
 
-    final func drainSerial() {
-        HeldQueues.push(self, exclusive: true)
+    /// What happens to the drain lock and the drain's retain when a drain stops.
+    @inline(__always)
+    final func finishDrain(_ outcome: DrainOutcome) {
+        switch outcome {
+        case .unlocked:
+            Unmanaged.passUnretained(self).release()
+        case .yielded:
+            scheduleDrain(retain: false)
+        case .waitingForWidth:
+            break
+        case .handedOff(let waiter):
+            // The sync caller holds a reference to the queue it syncs onto (and through it,
+            // to every queue up its target chain), so the drain's retain can go now.
+            Unmanaged.passUnretained(self).release()
+            SyncWaiter.wake(waiter)
+        }
+    }
+
+    /// Runs a serial queue's items in order, on this thread.
+    final func drainSerial() -> DrainOutcome {
         var budget = drainBudget
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = items.pop() {
+                if node.pointee.flags & ContinuationFlags.syncHandoff.rawValue != 0 {
+                    return .handedOff(node)
+                }
                 runContinuation(node)
                 budget -= 1
                 if budget <= 0 {
-                    if !items.isEmpty {
-                        // Yield: keep the drain (ENQUEUED and the retain) and go to the back
-                        // of the target's line.
-                        HeldQueues.pop()
-                        scheduleDrain(retain: false)
-                        return
-                    }
+                    // Yield, so one busy queue does not starve others on the same target.
+                    if !items.isEmpty { return .yielded }
                     budget = drainBudget
                 }
             }
-            if tryUnlockDrain() { break }
+            if tryUnlockDrain() { return .unlocked }
         }
-        HeldQueues.pop()
-        Unmanaged.passUnretained(self).release()
     }
 
-    final func drainConcurrent() {
-        HeldQueues.push(self, exclusive: true)
+    /// Dispatches a concurrent queue's items: each non-barrier item goes to the target
+    /// holding one unit of width; a barrier runs here once nothing is in flight. A sync
+    /// caller waiting for a unit of width is woken with it; one waiting as a barrier is
+    /// handed the whole queue.
+    final func drainConcurrent() -> DrainOutcome {
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended {
                 let stashed = pendingHead.load(ordering: .acquiring)
@@ -54,24 +98,26 @@ extension DispatchQueue {
                 } else {
                     break
                 }
-                let isBarrier = node.pointee.flags & ContinuationFlags.barrier.rawValue != 0
+                let flags = node.pointee.flags
+                let isBarrier = flags & ContinuationFlags.barrier.rawValue != 0
                 if !reserveWidth(barrier: isBarrier) {
-                    // DRAIN_WAITING is set; the completion that clears it reschedules us.
-                    // `pendingHead` holds the node; the drain stays owned.
-                    HeldQueues.pop()
-                    return
+                    // DRAIN_WAITING is set; `pendingHead` keeps the node.
+                    return .waitingForWidth
                 }
                 pendingHead.store(0, ordering: .relaxed)
-                if isBarrier {
+                if flags & ContinuationFlags.syncHandoff.rawValue != 0 {
+                    if isBarrier { return .handedOff(node) }
+                    // The caller now holds the unit of width reserved for it, and gives it
+                    // back with releaseWidth.
+                    SyncWaiter.wake(node)
+                } else if isBarrier {
                     runContinuation(node)
                 } else {
                     redirect(node)
                 }
             }
-            if tryUnlockDrain() { break }
+            if tryUnlockDrain() { return .unlocked }
         }
-        HeldQueues.pop()
-        Unmanaged.passUnretained(self).release()
     }
 
     /// The drain owner's admission check for the item at the head. A barrier needs nothing
@@ -200,15 +246,14 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
                          _ function: DispatchFunction, _ context: UnsafeMutableRawPointer?) {
     let group = node.pointee.group
     let owner = node.pointee.owner
-    let waiter = node.pointee.waiter
     if !flags.contains(.syncWaiter) { ContinuationCache.recycle(node) }
     if flags.contains(.redirected) {
         // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
-        ownerQueue._withUnsafeGuaranteedRef { HeldQueues.push($0, exclusive: false) }
-        function(context)
-        HeldQueues.pop()
-        ownerQueue._withUnsafeGuaranteedRef { $0.releaseWidth() }
+        ownerQueue._withUnsafeGuaranteedRef { queue in
+            HeldQueues.entering(queue, exclusive: false) { function(context) }
+            queue.releaseWidth()
+        }
     } else {
         function(context)
     }
@@ -217,50 +262,6 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
         Unmanaged<DispatchGroup>.fromOpaque(group!)._withUnsafeGuaranteedRef { $0.leave() }
     }
     if flags.contains(.syncWaiter) {
-        SyncWaiter.signal(waiter!)
-    }
-}
-
-/// The queues the current thread is inside of (draining, running a redirected item of, or
-/// holding for a sync), innermost last: what `dispatch_get_current_queue`,
-/// `dispatch_get_specific` and `dispatch_assert_queue` consult, and how a `dispatch_sync`
-/// that would deadlock is caught. Lives in the thread's `gc_thread_t`; only that thread
-/// touches it. Entries are unretained queue pointers (a queue is alive while a thread is
-/// inside it) whose low bit is set when the thread holds the queue exclusively: its drain
-/// lock (a serial queue's drain, a concurrent queue's dispatcher or barrier, an exclusive
-/// sync), as opposed to one unit of a concurrent queue's width.
-enum HeldQueues {
-    @inline(__always)
-    static func push(_ queue: DispatchQueue, exclusive: Bool) {
-        let raw = UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque()) | (exclusive ? 1 : 0)
-        gc_held_push(UnsafeMutableRawPointer(bitPattern: raw))
-    }
-
-    @inline(__always)
-    static func pop() { gc_held_pop() }
-
-    @inline(__always)
-    private static func decode(_ raw: UnsafeMutableRawPointer) -> (DispatchQueue, Bool) {
-        let bits = UInt(bitPattern: raw)
-        let queue = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits & ~1)!).takeUnretainedValue()
-        return (queue, bits & 1 != 0)
-    }
-
-    /// The innermost queue, or nil outside any queue.
-    static var current: DispatchQueue? {
-        guard let top = gc_held_top() else { return nil }
-        return decode(top).0
-    }
-
-    /// Calls `body` for every held queue (and whether it is held exclusively), innermost
-    /// first; stops when it returns true.
-    static func contains(where body: (DispatchQueue, Bool) -> Bool) -> Bool {
-        var i = Int(gc_held_depth()) - 1
-        while i >= 0 {
-            let (queue, exclusive) = decode(gc_held_at(UInt32(i))!)
-            if body(queue, exclusive) { return true }
-            i -= 1
-        }
-        return false
+        SyncWaiter.wake(node)
     }
 }

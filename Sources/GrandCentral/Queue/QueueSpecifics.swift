@@ -71,9 +71,10 @@ extension DispatchQueue {
     }
 
     /// `dispatch_assert_queue`: true when the caller runs on this queue or on a queue that
-    /// targets it (directly or through others).
+    /// targets it (directly or through others). The main queue is bound to the main thread:
+    /// code on the main thread is on it, also inside a sync onto another queue.
     final func isCurrent() -> Bool {
-        if role == .main && isMainThread() && HeldQueues.current == nil { return true }
+        if role == .main && isMainThread() { return true }
         return HeldQueues.contains { held, _ in
             var q: DispatchQueue? = held
             while let candidate = q {

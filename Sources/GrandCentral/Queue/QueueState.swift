@@ -6,13 +6,19 @@
 /// [ suspend count ][ unused ][WAIT_BARRIER][INACTIVE][DRAIN_WAITING][ENQUEUED][ in flight ]
 /// ```
 /// - `inFlight` (bits 0–15): width units in use on a concurrent queue: redirected items
-///   running on the target, plus `dispatch_sync` callers running inline. Always 0 on a
+///   running on the target, plus `dispatch_sync` callers holding a unit (taken directly on
+///   an idle queue, or reserved for them by the drain that reached their waiter node). Always 0 on a
 ///   serial queue. While it is non-zero the queue holds one ARC reference to itself
 ///   (taken on 0 → 1, dropped on 1 → 0), so redirected items need not retain it.
 /// - `ENQUEUED` (bit 16): the queue's drain lock. Set when a drain of this queue is
 ///   scheduled on its target or running, or when a `dispatch_sync`/`barrier_sync` caller
 ///   holds the queue exclusively. Whoever sets it owns the drain until they clear it; a
-///   scheduled drain also owns one ARC retain of the queue.
+///   scheduled drain also owns one ARC retain of the queue. It changes hands without
+///   being cleared in two places only: a drain that yields passes it (and its retain) to
+///   the drain node it schedules, and a drain that reaches a waiting sync caller passes
+///   it to that caller (`DrainOutcome.handedOff`; the caller gives it back through
+///   `syncRelease`). A sync caller takes it directly only when the queue is idle: not
+///   enqueued, nothing queued, not suspended.
 /// - `DRAIN_WAITING` (bit 17): the drain owner stopped because the item at the head (a
 ///   barrier, or any item when the width is used up) must wait for `inFlight` to fall. The
 ///   drain stays owned (ENQUEUED stays set); the completion that clears this bit schedules

@@ -2,34 +2,85 @@ import CGrandCentral
 import Synchronization
 import Glibc
 
-// dispatch_sync and friends.
+// dispatch_sync, dispatch_barrier_sync and dispatch_async_and_wait.
 //
-// Fast path: the caller takes the queue itself — the drain lock of a serial queue (or, for
-// a barrier, of a concurrent one), a unit of width of a concurrent one — and likewise
-// every queue up the target chain, then runs the function on its own thread and gives the
-// queues back. It needs each queue idle (serial: not enqueued, nothing queued; concurrent:
-// no drain scheduled) and not suspended.
+// The contract (libdispatch's): the function runs on the calling thread, after every item
+// submitted to the queue before it, and exclusive of the queue's other work exactly as an
+// item of the queue would be. The one exception is a queue whose work belongs to the main
+// thread (the main queue, or any queue whose target chain reaches it): there the function
+// runs on the main thread.
 //
-// Slow path: a waiter node on the caller's stack is pushed like any item; whoever drains
-// it runs the function on its own thread, then wakes the caller. The caller announces the
-// wait to the pool (BlockingRegion). Running the function on the drainer's thread keeps
-// the whole target chain's exclusion intact without handing locks between threads.
+// How. A sync caller takes each queue from the one it syncs onto up its target chain to
+// the root, as a worker draining them would hold them: a queue it needs exclusively
+// (serial, or the barrier's own queue) by its drain lock (ENQUEUED), any other by one unit
+// of width. With every level held, it runs the function on its own thread, then gives the
+// levels back innermost first (`syncRelease`), which schedules whatever queued up behind it.
+//
+// - Fast path: a queue that is idle — no drain scheduled or running, nothing queued, not
+//   suspended — is taken at once with one compare-exchange. It is never taken while items
+//   are queued: that would overtake them (FIFO is a promise, also for items the caller
+//   itself submitted a moment ago while a drain was between two items).
+// - Slow path: the caller pushes a waiter node (on its own stack, `syncHandoff`) behind
+//   what is queued and parks. The drain, reaching it, runs nothing: it hands the queue over
+//   — its drain lock (the drain stops, `DrainOutcome.handedOff`), or the unit of width it
+//   reserved for the node — and wakes the caller, who goes on to the next level. A caller
+//   thus climbs a chain level by level, holding what it has taken, as libdispatch's does.
+//
+// Rejected: running the function on the drainer's thread and waking the caller afterwards
+// (GrandCentral's first version). Exclusion is trivial that way, but the function loses
+// its thread: thread-local storage, errno, a recursive mutex the caller holds,
+// pthread_self() comparisons and thread-bound resources all see the wrong thread.
 
-/// The futex handshake of a sync waiter: the word is the node's `waiter_word` field (on the
-/// waiter's stack), 0 until the function has run.
+/// The futex handshake between a parked sync caller and the thread that lets it go on. The
+/// word is the node's `waiter_word` (on the caller's stack), 0 until the caller may go on.
 enum SyncWaiter {
     @inline(__always)
-    static func signal(_ word: UnsafeMutableRawPointer) {
-        let w = word.assumingMemoryBound(to: UInt32.self)
+    static func word(of node: Continuation) -> UnsafeMutablePointer<UInt32> {
+        // The low half of the pointer-sized field, little-endian (x86_64, aarch64).
+        UnsafeMutableRawPointer(node)
+            .advanced(by: MemoryLayout<gc_continuation_t>.offset(of: \.waiter_word)!)
+            .assumingMemoryBound(to: UInt32.self)
+    }
+
+    /// Lets the caller parked on `node` go on. The node is on the caller's stack, which may
+    /// be gone as soon as the word is 1: nothing touches the node after the store (a futex
+    /// wake on a dead address is harmless; every futex wait here tolerates spurious wakes).
+    @inline(__always)
+    static func wake(_ node: Continuation) {
+        let w = word(of: node)
         gc_word_store(w, 1)
-        // The waiter may return (and its stack go away) as soon as it sees 1; waking a
-        // futex on a dead address is harmless.
         gc_futex_wake(w, 1)
+    }
+
+    /// Pushes a waiter node with `flags` onto `queue` and parks until it is woken. The wait
+    /// is announced to the pool (BlockingRegion), so a worker that waits here is replaced.
+    static func park(on queue: DispatchQueue, flags: ContinuationFlags,
+                     _ function: DispatchFunction?, _ context: UnsafeMutableRawPointer?) {
+        withUnsafeTemporaryAllocation(of: gc_continuation_t.self, capacity: 1) { buffer in
+            let node = buffer.baseAddress!
+            node.initialize(to: gc_continuation_t(next: nil, function: function, context: context,
+                                                  flags: flags.rawValue, group: nil, owner: nil,
+                                                  waiter: nil, waiter_word: 0))
+            let w = word(of: node)
+            queue.push(node)
+            BlockingRegion.enter()
+            while gc_word_load(w) == 0 { _ = gc_futex_wait(w, 0, -1) }
+            BlockingRegion.leave()
+        }
     }
 }
 
+/// One sync call climbing its target chain (on the caller's stack).
+struct SyncCall {
+    let function: DispatchFunction
+    let context: UnsafeMutableRawPointer?
+    /// The frame of the queue the call syncs onto, the innermost of the chain's frames.
+    var innermost: UnsafeMutablePointer<gc_held_frame_t>?
+}
+
 extension DispatchQueue {
-    /// Tries to take this queue for a sync caller without waiting.
+    /// Takes this queue for a sync caller without waiting, if it is idle (see the top of
+    /// the file). `exclusive`: the drain lock; otherwise one unit of width.
     @inline(__always)
     final func trySyncAcquire(exclusive: Bool) -> Bool {
         var s = state.load(ordering: .sequentiallyConsistent)
@@ -37,11 +88,14 @@ extension DispatchQueue {
         while true {
             let q = QueueState(s)
             if q.isEnqueued || q.isSuspended { return false }
+            // Queued items go first. An item the caller pushed earlier is either still
+            // queued (seen here) or was popped by a drain that holds ENQUEUED until it has
+            // run (seen above): either way the caller waits for it. An item another thread
+            // is pushing right now is concurrent with this call, so either order is right;
+            // if we win, our release sees it and wakes the queue.
+            if !items.isEmpty || pendingHead.load(ordering: .relaxed) != 0 { return false }
             let desired: UInt64
             if exclusive {
-                // Items queued while the queue is neither enqueued nor suspended belong to a
-                // producer between its push and its wakeup: concurrent with us, so we may
-                // go first; our release sees them and wakes the queue.
                 if q.inFlight != 0 { return false }
                 desired = s | QueueState.enqueued
             } else {
@@ -58,12 +112,23 @@ extension DispatchQueue {
         }
     }
 
-    /// Gives back what `trySyncAcquire` took.
+    /// Takes this queue for a sync caller, waiting for a hand-off from its drain if it is
+    /// not idle.
+    @inline(__always)
+    final func syncAcquire(exclusive: Bool) {
+        if trySyncAcquire(exclusive: exclusive) { return }
+        // The node is a barrier exactly when the caller needs the drain lock, so a
+        // concurrent drain hands it the lock (and a serial drain ignores the flag).
+        SyncWaiter.park(on: self, flags: exclusive ? [.syncHandoff, .barrier] : .syncHandoff, nil, nil)
+    }
+
+    /// Gives back what `syncAcquire` took, as the end of a drain would: the drain lock is
+    /// given up, or taken back to schedule a drain if items arrived meanwhile; a unit of
+    /// width is returned, which may let a waiting drain go on.
     @inline(__always)
     final func syncRelease(exclusive: Bool) {
         if exclusive {
             if !tryUnlockDrain() {
-                // Work arrived while we held it and we now own the drain again: schedule it.
                 scheduleDrain(retain: true)
             }
         } else {
@@ -77,75 +142,76 @@ extension DispatchQueue {
         if role == .root {
             // A root queue has no drain to take: run inline, as libdispatch does, with the
             // root queue as the current queue.
-            HeldQueues.push(self, exclusive: false)
-            function(context)
-            HeldQueues.pop()
+            HeldQueues.entering(self, exclusive: false) { function(context) }
             return
         }
-        if role != .main, let target = unmanagedTarget {
+        if role != .main, let target = unmanagedTarget, target._withUnsafeGuaranteedRef({ $0.role == .root }) {
+            // The common case: one idle queue above a root queue.
             let exclusive = barrier || isSerial
-            if target._withUnsafeGuaranteedRef({ $0.role == .root }) {
-                // The common case: one queue above a root queue.
-                if trySyncAcquire(exclusive: exclusive) {
-                    HeldQueues.push(self, exclusive: exclusive)
-                    function(context)
-                    HeldQueues.pop()
-                    syncRelease(exclusive: exclusive)
-                    return
-                }
-            } else if syncThroughChain(function, context, exclusive: exclusive) {
+            if trySyncAcquire(exclusive: exclusive) {
+                HeldQueues.entering(self, exclusive: exclusive) { function(context) }
+                syncRelease(exclusive: exclusive)
                 return
             }
         }
         syncSlow(function, context, barrier: barrier, caller: caller)
     }
 
-    /// The fast path for a queue whose target is not a root queue: take every queue up to
-    /// the root, outermost last. Gives up (and gives everything back) at the first refusal.
-    final func syncThroughChain(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
-                                exclusive: Bool) -> Bool {
-        var chain: [(DispatchQueue, Bool)] = []
-        var queue: DispatchQueue = self
-        var first = true
-        while queue.role != .root {
-            if queue.role == .main { break }
-            let takeExclusive = first ? exclusive : queue.isSerial
-            if !queue.trySyncAcquire(exclusive: takeExclusive) { break }
-            chain.append((queue, takeExclusive))
-            first = false
-            guard let next = queue.targetQueue else { break }
-            queue = next
-        }
-        if queue.role != .root {
-            for (held, mode) in chain.reversed() { held.syncRelease(exclusive: mode) }
-            return false
-        }
-        for (held, mode) in chain.reversed() { HeldQueues.push(held, exclusive: mode) }
-        function(context)
-        for _ in chain { HeldQueues.pop() }
-        for (held, mode) in chain { held.syncRelease(exclusive: mode) }
-        return true
-    }
-
     @inline(never)
     final func syncSlow(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                         barrier: Bool, caller: StaticString) {
         checkSyncDeadlock(barrier: barrier, caller: caller)
-        withUnsafeTemporaryAllocation(of: gc_continuation_t.self, capacity: 1) { buffer in
-            let node = buffer.baseAddress!
-            var flags: ContinuationFlags = .syncWaiter
-            if barrier { flags.insert(.barrier) }
-            node.initialize(to: gc_continuation_t(next: nil, function: function, context: context,
-                                                  flags: flags.rawValue, group: nil, owner: nil,
-                                                  waiter: nil, waiter_word: 0))
-            let word = UnsafeMutableRawPointer(node).advanced(by: MemoryLayout<gc_continuation_t>.offset(of: \.waiter_word)!)
-            node.pointee.waiter = word
-            let w = word.assumingMemoryBound(to: UInt32.self)
-            push(node)
-            BlockingRegion.enter()
-            while gc_word_load(w) == 0 { _ = gc_futex_wait(w, 0, -1) }
-            BlockingRegion.leave()
+        if targetChainReachesMain {
+            syncOnMainThread(function, context, barrier: barrier)
+            return
         }
+        var call = SyncCall(function: function, context: context, innermost: nil)
+        withUnsafeMutablePointer(to: &call) { syncClimb(exclusive: barrier || isSerial, $0, inner: nil) }
+    }
+
+    /// Takes this queue, then (recursively) the next one up the target chain; at the root,
+    /// runs the call's function with every level held and entered on the held-queue stack
+    /// (this queue's frame inside its target's, so the queue synced onto is the current
+    /// one); gives this queue back on the way out, innermost first.
+    final func syncClimb(exclusive: Bool, _ call: UnsafeMutablePointer<SyncCall>,
+                         inner: UnsafeMutablePointer<gc_held_frame_t>?) {
+        syncAcquire(exclusive: exclusive)
+        // Read once: the target this level's drain would push to while we hold it.
+        let next = targetQueue!
+        var frame = gc_held_frame_t(outer: nil, queue: HeldQueues.encode(self, exclusive: exclusive))
+        withUnsafeMutablePointer(to: &frame) { f in
+            if let inner { inner.pointee.outer = f } else { call.pointee.innermost = f }
+            switch next.role {
+            case .root:
+                let previous = gc_held_enter_chain(call.pointee.innermost!, f)
+                call.pointee.function(call.pointee.context)
+                gc_held_restore(previous)
+            case .main:
+                // Retargeted onto the main queue while we climbed: its work belongs to the
+                // main thread.
+                next.syncOnMainThread(call.pointee.function, call.pointee.context, barrier: false)
+            case .serial, .concurrent:
+                next.syncClimb(exclusive: next.isSerial, call, inner: f)
+            }
+        }
+        syncRelease(exclusive: exclusive)
+    }
+
+    /// True when this queue is the main queue or its target chain reaches it.
+    final var targetChainReachesMain: Bool {
+        var queue: DispatchQueue? = self
+        while let q = queue {
+            if q.role == .main { return true }
+            queue = q.targetQueue
+        }
+        return false
+    }
+
+    /// A sync onto a queue whose work runs on the main thread: the node waits in line, the
+    /// main thread's drain runs the function (`syncWaiter`) and then wakes the caller.
+    final func syncOnMainThread(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
+                                barrier: Bool) {
+        SyncWaiter.park(on: self, flags: barrier ? [.syncWaiter, .barrier] : .syncWaiter, function, context)
     }
 
     /// A sync that must wait for a queue this thread is itself inside of would wait
@@ -154,9 +220,7 @@ extension DispatchQueue {
     /// thread at all; one it needs a unit of width of must not be held exclusively (a
     /// barrier or the drain of that queue). The main queue belongs to the main thread.
     ///
-    /// Not caught (libdispatch does not either): a cycle through another thread, where the
-    /// function of a sync that had to wait runs on the drainer's thread and syncs back
-    /// onto a queue the first thread holds.
+    /// Not caught (libdispatch does not either): a cycle through another thread.
     final func checkSyncDeadlock(barrier: Bool, caller: StaticString) {
         let onMainThread = isMainThread()
         var queue: DispatchQueue? = self

@@ -10,8 +10,9 @@ struct ContinuationFlags: OptionSet {
     let rawValue: UInt
     /// Runs alone on its (concurrent) queue: after everything before it, before everything after it.
     static let barrier = ContinuationFlags(rawValue: 1 << 0)
-    /// `waiter` points at a `SyncWaiter` on the submitting thread's stack: run the function,
-    /// then wake the waiter. The node lives on the waiter's stack: never recycled.
+    /// A `dispatch_sync` onto a queue whose work runs on the main thread: the drainer runs
+    /// the function, then wakes the waiter parked on `waiter_word`. The node lives on the
+    /// waiter's stack: never recycled.
     static let syncWaiter = ContinuationFlags(rawValue: 1 << 1)
     /// `context` is a queue whose drain this node schedules (a queue's wakeup on its target).
     static let drainQueue = ContinuationFlags(rawValue: 1 << 2)
@@ -19,6 +20,11 @@ struct ContinuationFlags: OptionSet {
     static let groupMember = ContinuationFlags(rawValue: 1 << 3)
     /// `owner` is a concurrent queue (retained) whose width this item holds while it runs.
     static let redirected = ContinuationFlags(rawValue: 1 << 4)
+    /// A `dispatch_sync` caller parked on `waiter_word`, waiting for its turn on the queue.
+    /// The drain never runs it: it hands the caller the queue (the drain lock when the node
+    /// is also a barrier, else one unit of width) and wakes it (see QueueSync.swift). The
+    /// node lives on the caller's stack: never recycled.
+    static let syncHandoff = ContinuationFlags(rawValue: 1 << 5)
 }
 
 /// The per-thread continuation cache. A thread takes nodes from its own cache and returns

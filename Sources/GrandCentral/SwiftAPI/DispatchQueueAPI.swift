@@ -202,11 +202,13 @@ extension DispatchGroup {
 
     public func notify(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], queue: DispatchQueue,
                        execute work: @escaping @Sendable () -> Void) {
-        notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(work))
+        notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(work),
+               flags: flags.contains(.barrier) ? .barrier : [])
     }
 
     public func notify(queue: DispatchQueue, work: DispatchWorkItem) {
-        notify(queue: queue, function: workItemTrampoline, context: Unmanaged.passRetained(work).toOpaque())
+        notify(queue: queue, function: workItemTrampoline, context: Unmanaged.passRetained(work).toOpaque(),
+               flags: work.flags.contains(.barrier) ? .barrier : [])
     }
 }
 
