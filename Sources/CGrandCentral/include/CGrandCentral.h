@@ -165,6 +165,18 @@ extern char _dispatch_main_q[] __attribute__((weak));
 extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
 static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
 static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
+// dispatch_data_empty is `&_dispatch_data_empty`; DISPATCH_DATA_DESTRUCTOR_FREE/_MUNMAP
+// are the *values* of the destructor symbols (pointers that are compared, never called).
+extern char _dispatch_data_empty[] __attribute__((weak));
+extern void *const _dispatch_data_destructor_free __attribute__((weak));
+extern void *const _dispatch_data_destructor_munmap __attribute__((weak));
+static inline void *gc_data_empty_symbol(void) { return (void *)_dispatch_data_empty; }
+static inline const void *gc_data_destructor_free_value(void) {
+    return &_dispatch_data_destructor_free ? _dispatch_data_destructor_free : NULL;
+}
+static inline const void *gc_data_destructor_munmap_value(void) {
+    return &_dispatch_data_destructor_munmap ? _dispatch_data_destructor_munmap : NULL;
+}
 
 /// Arranges (once per thread) for the thread's continuation cache to be freed when the
 /// thread exits, so threads that come and go do not leak their caches.
