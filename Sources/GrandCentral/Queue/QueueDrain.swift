@@ -67,6 +67,15 @@ extension DispatchQueue {
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = items.pop() {
                 if node.pointee.flags & ContinuationFlags.syncHandoff.rawValue != 0 {
+                    if node.pointee.flags & ContinuationFlags.barrier.rawValue == 0 {
+                        // The caller asked for a unit of width, not the drain lock: this
+                        // queue's width was raised (dispatch_queue_set_width, a barrier
+                        // this drain ran inline) after the drain started in serial mode.
+                        // Nothing is in flight; go on in concurrent mode, which reserves
+                        // the unit for the caller and respects it from now on.
+                        pendingHead.store(UInt(bitPattern: node), ordering: .relaxed)
+                        return drainConcurrent()
+                    }
                     return .handedOff(node)
                 }
                 runContinuation(node)
