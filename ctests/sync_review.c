@@ -6,6 +6,11 @@
 //    it used to hand it the drain lock instead, the caller gave back a unit it never had
 //    (inFlight wrapped to 65535) and the queue hung for good. (libdispatch refuses
 //    dispatch_queue_set_width on a serial queue: GrandCentral-only.)
+// 2. More worker threads than the pool's limit (64) each dispatch_sync onto one busy
+//    serial queue that targets a concurrent queue. A sync caller releasing the queue
+//    used to schedule a drain to pass it to the next waiter; that drain needs a worker,
+//    and every worker was parked in such a sync: the program hung after the first sync.
+//    libdispatch hands the queue from the releasing caller to the next waiter directly.
 #include "check.h"
 
 static atomic_int width_changed;
@@ -48,9 +53,41 @@ static void width_raised_under_a_serial_drain(void) {
 #endif
 }
 
+enum { CROWD = 150 };
+static dispatch_queue_t crowd_serial;
+static atomic_long crowd_count;
+
+static void crowd_inc(void *context) {
+    (void)context;
+    atomic_fetch_add(&crowd_count, 1);
+}
+
+static void crowd_busy(void *context) {
+    (void)context;
+    sleep_ms(100);
+}
+
+static void crowd_sync(void *context) {
+    (void)context;
+    dispatch_sync_f(crowd_serial, NULL, crowd_inc);
+}
+
+static void more_sync_callers_than_threads(void) {
+    check_section("more workers than the thread limit sync onto one busy serial queue");
+    dispatch_queue_t concurrent = dispatch_queue_create("review.crowd.concurrent", DISPATCH_QUEUE_CONCURRENT);
+    crowd_serial = dispatch_queue_create("review.crowd.serial", DISPATCH_QUEUE_SERIAL);
+    dispatch_set_target_queue(crowd_serial, concurrent);
+    dispatch_async_f(crowd_serial, NULL, crowd_busy);
+    for (int i = 0; i < CROWD; i++) dispatch_async_f(concurrent, NULL, crowd_sync);
+    WAIT_FOR_COUNT(&crowd_count, CROWD, 20.0);
+    dispatch_release(crowd_serial);
+    dispatch_release(concurrent);
+}
+
 int main(void) {
     check_start("sync_review", 50);
     width_raised_under_a_serial_drain();
+    more_sync_callers_than_threads();
     check_pass();
     return 0;
 }
