@@ -135,20 +135,6 @@ bool gc_thread_is_runnable(int32_t tid) {
     return paren[2] == 'R';
 }
 
-long gc_thread_blocked_syscall(int32_t tid) {
-    char path[64], buf[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    if (buf[0] < '0' || buf[0] > '9') return -1;  // "running"
-    return strtol(buf, NULL, 10);
-}
-
-long gc_futex_syscall_number(void) { return SYS_futex; }
-
 // Reads a cgroup CPU quota, in CPUs rounded up, or 0 when there is none.
 static int gc_cgroup_cpu_limit(void) {
     FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");  // cgroup v2: "max 100000" or "200000 100000"

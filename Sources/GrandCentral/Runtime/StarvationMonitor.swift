@@ -2,40 +2,68 @@ import CGrandCentral
 import Glibc
 import Synchronization
 
-/// Notices work starving behind workers blocked where the library cannot see (read,
-/// usleep, a lock) and adds threads, up to the pool's limit.
+/// Watches for queued work that no thread is serving and adds threads, up to the pool's
+/// limit: the part of `ThreadPool`'s policy that needs eyes on the workers.
 ///
-/// The monitor thread sleeps until a producer finds no idle worker (`poke`). Then, every
-/// `tick`, while queued work is waiting and no worker is idle, it counts the workers that
-/// are *stuck*: busy with the same item for `stuckAfterTicks` ticks (their `itemsRun` has
-/// not moved) and not runnable according to the kernel (/proc/self/task/<tid>/stat, as
-/// libdispatch's Linux workqueue does once a second). If fewer than `activeCPUs` workers
-/// are not stuck, CPUs are going unused while work waits, so it starts the difference —
-/// or as many workers as are stuck, if that is more, so the pool doubles per round.
-/// Reading /proc costs a few microseconds per worker, so it happens only while
-/// starvation is plausible.
+/// When it watches. The monitor thread sleeps on a futex until a producer finds no idle
+/// worker and cannot start one (`poke`). Then it wakes every `tick` (1 ms) while work is
+/// queued and no worker is parked; after ten quiet ticks it goes back to sleep, so an idle
+/// process uses no CPU.
 ///
-/// A worker blocked in `futex` must stay blocked much longer (`stuckAfterTicksInFutex`,
-/// a second — libdispatch's own pace) before it counts: that is where threads queue for a
-/// lock (malloc's arena lock, under allocation-heavy load, convoys for hundreds of
-/// milliseconds: seen with 200,000 queues created on one thread and freed on others),
-/// and more threads only lengthen the queue. A futex wait that is really a wait for other
-/// work (a condition variable signalled by a queued item) still gets its thread, after
-/// that second. The library's own waits never get here: they announce themselves
-/// (BlockingRegion) and are replaced at once.
+/// What it adds, each tick (nothing while a thread it or a producer started has not yet
+/// looked for work — `ThreadPool.starting` — so one slow `pthread_create` is not answered
+/// twice):
 ///
-/// Rejected alternatives: "no item completed for N ms" stalls when many workers sleep
-/// (completions keep trickling in from the sleepers, and the pool stops growing short of
-/// what the work needs); "not runnable right now" alone counts a worker that waits a
-/// microsecond for malloc's lock as blocked, and under allocation-heavy load the pool
-/// snowballs to its limit.
+/// 1. Overcommit: if items wait on the overcommit roots and *no* item was taken from them
+///    during the whole last tick, every worker is busy elsewhere (computing or blocked):
+///    start one thread per waiting item, but at most as many as are already live (the pool
+///    at most doubles per tick). 250 serial queues whose items wait for each other reach
+///    250 threads in about eight doublings; `dispatch_apply`-style CPU work is untouched.
+///
+/// 2. Non-overcommit: if items wait on a non-overcommit root, count the workers running
+///    non-overcommit items that are *running*, and start the difference to `activeCPUs`.
+///    A worker counts as running unless it is *genuinely blocked*: same item as at the last
+///    sample, its thread's CPU clock (pthread_getcpuclockid) has not advanced since then —
+///    it has not run at all for a whole tick — and the kernel does not list it as runnable
+///    (/proc/self/task/<tid>/stat, read only for workers that pass the first two tests,
+///    and only until `activeCPUs` running ones have been found). So a worker asleep in a
+///    condition variable, a mutex held elsewhere, a futex, `read` or `usleep` is replaced
+///    after one to two ticks, whatever the system call.
+///
+/// Why this does not snowball (the reason the old monitor waited a whole second before it
+/// counted a worker blocked in `futex`). Under allocation-heavy load — 200,000 serial
+/// queues created on one thread and freed on workers (`bench` queue_cycle) — workers queue
+/// on malloc's arena lock. A waiter in such a convoy is woken each time the lock changes
+/// hands or it is its turn, so its CPU clock moves from tick to tick: it counts as running,
+/// not blocked. And the overcommit rule needs the overcommit roots to have made no
+/// progress at all for a whole tick, which a convoy that hands the lock on does not do.
+/// A waiter that sleeps a whole millisecond because the lock's holder was preempted does
+/// count as blocked, but then a CPU really is free, and at most `activeCPUs` threads are
+/// added per tick for it.
+///
+/// Rejected alternatives:
+/// - "Not runnable at two samples a tick apart" (the previous rule) counts a convoy
+///   waiter that happens to be asleep at both samples as blocked; under allocation-heavy
+///   load the pool snowballed to its limit. It needed a one-second exception for futex
+///   waits, which left condition-variable and mutex waits unreplaced for a second.
+/// - Telling lock waits from other waits by the futex operation in
+///   /proc/<tid>/syscall (FUTEX_WAIT vs FUTEX_WAIT_BITSET): depends on libc internals and
+///   misjudges programs that use futexes directly.
+/// - "No item completed for N ms": stalls when many workers sleep (completions keep
+///   trickling in from the sleepers, and the pool stops growing short of what the work
+///   needs).
+/// - The process's total CPU time against `activeCPUs`: another process's load makes our
+///   workers look blocked, and the pool grows exactly when the machine is busiest.
+/// - Starting an overcommit thread on every push that finds no idle worker: see
+///   `ThreadPool` (libdispatch reaches 255 threads on queue_cycle that way).
+///
+/// Cost: while it watches, one `clock_gettime` of a thread CPU clock per busy
+/// non-overcommit worker per tick, plus a /proc read per stalled one while fewer than
+/// `activeCPUs` are running; nothing per item on any hot path.
 final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
-    /// A worker counts as stuck after this many ticks blocked on one item: shorter waits
-    /// (malloc's arena lock while its holder is preempted) resolve themselves.
-    let stuckAfterTicks = 2
-    let stuckAfterTicksInFutex = 1000
-    let futexSyscall = gc_futex_syscall_number()
+    /// Quiet ticks before the monitor goes back to sleep.
+    let quietTicksBeforeSleep = 10
     /// Futex word: 1 while the monitor sleeps waiting for a poke.
     private let parked: UnsafeMutablePointer<UInt32> = {
         let p = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
@@ -67,6 +95,7 @@ final class StarvationMonitor: @unchecked Sendable {
     fileprivate func run() {
         let pool = ThreadPool.shared
         var quietTicks = 0
+        var lastOvercommitPops = RootQueues.overcommitPops()
         while true {
             // One tick: `parked` is 0 while the monitor is active, so this sleeps until the
             // timeout (FUTEX_WAIT returns at once only when the word differs).
@@ -74,7 +103,7 @@ final class StarvationMonitor: @unchecked Sendable {
             let starving = pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0
             if !starving {
                 quietTicks += 1
-                if quietTicks >= 10 {
+                if quietTicks >= quietTicksBeforeSleep {
                     // Sleep until a producer pokes us. Publishing `parked` and then looking
                     // for work, against a producer's push and then its look at `parked`, is
                     // a Dekker pair: both sides sequentially consistent.
@@ -85,43 +114,61 @@ final class StarvationMonitor: @unchecked Sendable {
                         gc_word_store(parked, 0)
                     }
                     quietTicks = 0
+                    lastOvercommitPops = RootQueues.overcommitPops()
                 }
                 continue
             }
             quietTicks = 0
+            let overcommitPops = RootQueues.overcommitPops()
+            let overcommitServed = overcommitPops != lastOvercommitPops
+            lastOvercommitPops = overcommitPops
             let threads = pool.threads.load(ordering: .relaxed)
             if threads >= pool.threadLimit { continue }
-            var progressing = 0
-            var stuck = 0
-            for worker in pool.snapshotWorkers() {
-                let run = worker.itemsRun.load(ordering: .relaxed)
-                let sameItem = run == worker.itemsSeenByMonitor
-                worker.itemsSeenByMonitor = run
-                // One looking for work, or one that finished an item since the last tick,
-                // or one the kernel says is runnable, is not stuck.
-                if !worker.busy.load(ordering: .relaxed) || !sameItem
-                    || gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) {
-                    worker.stuckTicks = 0
-                    progressing += 1
-                } else {
-                    worker.stuckTicks += 1
-                    var threshold = stuckAfterTicks
-                    if worker.stuckTicks >= stuckAfterTicks
-                        && gc_thread_blocked_syscall(worker.tid.load(ordering: .relaxed)) == futexSyscall {
-                        threshold = stuckAfterTicksInFutex
-                    }
-                    if worker.stuckTicks >= threshold { stuck += 1 } else { progressing += 1 }
-                }
+            if pool.starting.load(ordering: .relaxed) > 0 { continue }
+
+            var add = 0
+            let pending = RootQueues.overcommitPending()
+            if pending > 0 && !overcommitServed {
+                add += min(pending, max(threads, pool.activeCPUs))
             }
-            let missing = pool.activeCPUs - progressing
-            if missing > 0 {
-                // Grow by as many as are stuck (doubling): blocking work tends to come in
-                // bulk, and growing by a CPU's worth per round would take
-                // `threadLimit / activeCPUs` rounds to reach the limit.
-                let add = max(missing, stuck)
-                for _ in 0..<add where !pool.startWorker() { break }
+            if RootQueues.constrainedHasWork() {
+                add += max(0, pool.activeCPUs - runningConstrainedWorkers(pool))
+            }
+            for _ in 0..<add where !pool.startWorker() { break }
+        }
+    }
+
+    /// How many workers count toward the non-overcommit roots' one-per-CPU budget as
+    /// running: those looking for work, and those running a non-overcommit item that are
+    /// not genuinely blocked (see the type's comment). Stops counting at `activeCPUs`.
+    private func runningConstrainedWorkers(_ pool: ThreadPool) -> Int {
+        var running = 0
+        var stalled: [Worker] = []
+        for worker in pool.snapshotWorkers() {
+            if !worker.busy.load(ordering: .relaxed) {
+                running += 1  // between items: it will take one
+                continue
+            }
+            let items = worker.itemsRun.load(ordering: .relaxed)
+            let cpu = worker.cpuTime()
+            let sameItem = items == worker.itemsSeenByMonitor
+            let ranSinceLastSample = cpu != worker.cpuSeenByMonitor
+            worker.itemsSeenByMonitor = items
+            worker.cpuSeenByMonitor = cpu
+            if worker.servingOvercommit.load(ordering: .relaxed) { continue }
+            if !sameItem || ranSinceLastSample || cpu < 0 {
+                running += 1
+            } else {
+                stalled.append(worker)
             }
         }
+        for worker in stalled {
+            if running >= pool.activeCPUs { break }
+            // Off the CPU for a whole tick: runnable means it waits for a CPU (the machine is
+            // busy, a new thread would not help); otherwise it is blocked.
+            if gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) { running += 1 }
+        }
+        return running
     }
 }
 
