@@ -62,6 +62,12 @@ import Synchronization
 /// `activeCPUs` are running; nothing per item on any hot path.
 final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
+    /// Consecutive samples a tick apart with no progress before the monitor acts: a
+    /// worker with no CPU time on the same item, or overcommit roots with no pop. Two
+    /// (one full tick between them, 1-2 ms in all): one let the pool grow to ~60 threads
+    /// on queue_cycle while a compiler loaded both CPUs (waiters on malloc's lock whose
+    /// holder was preempted for a tick looked blocked).
+    let stalledSamplesToBlock = 2
     /// Quiet ticks before the monitor goes back to sleep.
     let quietTicksBeforeSleep = 10
     /// Futex word: 1 while the monitor sleeps waiting for a poke.
@@ -96,6 +102,7 @@ final class StarvationMonitor: @unchecked Sendable {
         let pool = ThreadPool.shared
         var quietTicks = 0
         var lastOvercommitPops = RootQueues.overcommitPops()
+        var unservedTicks = 0
         while true {
             // One tick: `parked` is 0 while the monitor is active, so this sleeps until the
             // timeout (FUTEX_WAIT returns at once only when the word differs).
@@ -120,55 +127,82 @@ final class StarvationMonitor: @unchecked Sendable {
             }
             quietTicks = 0
             let overcommitPops = RootQueues.overcommitPops()
-            let overcommitServed = overcommitPops != lastOvercommitPops
+            unservedTicks = overcommitPops != lastOvercommitPops ? 0 : unservedTicks + 1
             lastOvercommitPops = overcommitPops
             let threads = pool.threads.load(ordering: .relaxed)
             if threads >= pool.threadLimit { continue }
             if pool.starting.load(ordering: .relaxed) > 0 { continue }
 
-            var add = 0
             let pending = RootQueues.overcommitPending()
-            if pending > 0 && !overcommitServed {
-                add += min(pending, max(threads, pool.activeCPUs))
-            }
-            if RootQueues.constrainedHasWork() {
-                add += max(0, pool.activeCPUs - runningConstrainedWorkers(pool))
-            }
+            let wantOvercommit = pending > 0 && unservedTicks >= stalledSamplesToBlock
+            let wantConstrained = RootQueues.constrainedHasWork()
+            if !wantOvercommit && !wantConstrained { continue }
+            let survey = surveyWorkers(pool, overcommitPending: wantOvercommit ? pending : 0)
+            var add = 0
+            if wantOvercommit { add += min(pending, survey.stuck) }
+            if wantConstrained { add += max(0, pool.activeCPUs - survey.constrainedRunning) }
             for _ in 0..<add where !pool.startWorker() { break }
         }
     }
 
-    /// How many workers count toward the non-overcommit roots' one-per-CPU budget as
-    /// running: those looking for work, and those running a non-overcommit item that are
-    /// not genuinely blocked (see the type's comment). Stops counting at `activeCPUs`.
-    private func runningConstrainedWorkers(_ pool: ThreadPool) -> Int {
-        var running = 0
-        var stalled: [Worker] = []
+    /// What the workers are doing since the last sample (see the type's comment).
+    struct Survey {
+        /// Workers on the same item as at the last sample that are computing (used at least
+        /// half a tick of CPU since) or genuinely blocked: each is a reason for one more
+        /// overcommit thread. Counted only up to the overcommit items waiting.
+        var stuck = 0
+        /// Workers looking for work, and workers on a non-overcommit item that are not
+        /// genuinely blocked: the non-overcommit roots' running threads. Counted only up
+        /// to `activeCPUs`.
+        var constrainedRunning = 0
+    }
+
+    private func surveyWorkers(_ pool: ThreadPool, overcommitPending: Int) -> Survey {
+        var survey = Survey()
+        /// Same item, no CPU used since the last sample: blocked or waiting for a CPU.
+        var stalled: [(worker: Worker, overcommit: Bool)] = []
         for worker in pool.snapshotWorkers() {
             if !worker.busy.load(ordering: .relaxed) {
-                running += 1  // between items: it will take one
+                survey.constrainedRunning += 1  // between items: it will take one
                 continue
             }
             let items = worker.itemsRun.load(ordering: .relaxed)
             let cpu = worker.cpuTime()
             let sameItem = items == worker.itemsSeenByMonitor
-            let ranSinceLastSample = cpu != worker.cpuSeenByMonitor
+            let cpuUsed = worker.cpuSeenByMonitor >= 0 && cpu >= 0 ? cpu - worker.cpuSeenByMonitor : -1
             worker.itemsSeenByMonitor = items
             worker.cpuSeenByMonitor = cpu
-            if worker.servingOvercommit.load(ordering: .relaxed) { continue }
-            if !sameItem || ranSinceLastSample || cpu < 0 {
-                running += 1
+            let overcommit = worker.servingOvercommit.load(ordering: .relaxed)
+            if !sameItem || cpuUsed != 0 { worker.stalledSamplesByMonitor = 0 }
+            if !sameItem || cpuUsed < 0 {
+                if !overcommit { survey.constrainedRunning += 1 }
+            } else if cpuUsed == 0 {
+                worker.stalledSamplesByMonitor += 1
+                if worker.stalledSamplesByMonitor >= stalledSamplesToBlock {
+                    stalled.append((worker, overcommit))
+                } else if !overcommit {
+                    survey.constrainedRunning += 1
+                }
             } else {
-                stalled.append(worker)
+                // Ran during the tick on the same item: computing, or cycling through a
+                // lock convoy (little CPU): only the former holds its thread for long.
+                if cpuUsed >= tick / 2 { survey.stuck += 1 }
+                if !overcommit { survey.constrainedRunning += 1 }
             }
         }
-        for worker in stalled {
-            if running >= pool.activeCPUs { break }
+        for (worker, overcommit) in stalled {
+            let needStuck = survey.stuck < overcommitPending
+            let needRunning = !overcommit && survey.constrainedRunning < pool.activeCPUs
+            if !needStuck && !needRunning { continue }
             // Off the CPU for a whole tick: runnable means it waits for a CPU (the machine is
-            // busy, a new thread would not help); otherwise it is blocked.
-            if gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) { running += 1 }
+            // busy: a new thread would not help); otherwise it is blocked.
+            if gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) {
+                if !overcommit { survey.constrainedRunning += 1 }
+            } else {
+                survey.stuck += 1
+            }
         }
-        return running
+        return survey
     }
 }
 

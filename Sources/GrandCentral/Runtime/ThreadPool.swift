@@ -203,7 +203,7 @@ final class ThreadPool: @unchecked Sendable {
 /// `busy`, `servingOvercommit`, `itemsRun`, `tid`, `cpuClock`. `tid` and `cpuClock` are
 /// stored before the worker registers, so the monitor (which finds workers through the
 /// registry's lock) sees them set.
-/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`.
+/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`.
 final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
@@ -214,6 +214,7 @@ final class Worker: @unchecked Sendable {
     let cpuClock = Atomic<Int32>(0)
     var itemsSeenByMonitor: UInt64 = .max
     var cpuSeenByMonitor: Int64 = -1
+    var stalledSamplesByMonitor = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     func run() {
