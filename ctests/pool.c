@@ -322,6 +322,40 @@ static void section_thread_limit(void) {
     for (int i = 0; i <= LIMIT; i++) dispatch_release(queues[i]);
 }
 
+// Allocation-heavy overcommit load must not snowball the pool: serial queues created on
+// this thread, each given one item and released (freed on a worker), as bench queue_cycle.
+// libdispatch grows to its limit of 255 threads here; GrandCentral keeps a handful. The
+// bound is generous (half the limit) so a loaded machine cannot make it flaky.
+static atomic_long cycle_ran, cycle_most_workers;
+
+static void cycle_item(void *context) {
+    (void)context;
+    long n = atomic_fetch_add(&cycle_ran, 1) + 1;
+    if (n % 1024 == 0) {
+        long workers = worker_threads();
+        long most = atomic_load(&cycle_most_workers);
+        while (workers > most && !atomic_compare_exchange_weak(&cycle_most_workers, &most, workers)) {}
+    }
+}
+
+static void section_no_snowball(void) {
+    check_section("100,000 queues created here and freed on workers: the pool stays small");
+    enum { CYCLES = 100000 };
+    for (long i = 0; i < CYCLES; i++) {
+        dispatch_queue_t q = dispatch_queue_create("pool.cycle", DISPATCH_QUEUE_SERIAL);
+        dispatch_async_f(q, NULL, cycle_item);
+        dispatch_release(q);
+    }
+    WAIT_FOR_COUNT(&cycle_ran, CYCLES, 40.0);
+    long workers = worker_threads();
+    if (workers > atomic_load(&cycle_most_workers)) atomic_store(&cycle_most_workers, workers);
+    printf("   at most %ld worker threads seen\n", atomic_load(&cycle_most_workers));
+#ifndef GC_REFERENCE_LIBDISPATCH
+    CHECKF(atomic_load(&cycle_most_workers) <= 128, "the pool snowballed to %ld workers",
+           atomic_load(&cycle_most_workers));
+#endif
+}
+
 // MARK: - Driver
 
 static const struct {
@@ -335,6 +369,7 @@ static const struct {
     {"width-three", section_width_three, NULL},
     {"blocked-workers", section_blocked_workers_replaced, NULL},
     {"thread-limit", section_thread_limit, "8"},
+    {"no-snowball", section_no_snowball, NULL},
 };
 enum { SECTION_COUNT = sizeof sections / sizeof sections[0] };
 

@@ -10,36 +10,44 @@ import Synchronization
 /// queued and no worker is parked; after ten quiet ticks it goes back to sleep, so an idle
 /// process uses no CPU.
 ///
+/// What it watches, each tick, for every busy worker: whether it is on the same item as
+/// at the last sample (`itemsRun`), and how much CPU its thread used since then (its
+/// CPU-time clock, `pthread_getcpuclockid`: one system call, no file). A worker on the same
+/// item is *computing* if it used at least half a tick of CPU, and *stalled* if it used
+/// none; a worker stalled for `stalledSamplesToBlock` samples (two, so it has not run at
+/// all for at least a whole tick) is *genuinely blocked* unless the kernel lists it as
+/// runnable (/proc/self/task/<tid>/stat, read only for such workers and only while the
+/// answer is still needed) — runnable means it waits for a CPU, and a new thread would not
+/// help. Blocked is blocked whatever the system call: a condition variable, a mutex held
+/// elsewhere, a futex, `read`, `usleep`.
+///
 /// What it adds, each tick (nothing while a thread it or a producer started has not yet
 /// looked for work — `ThreadPool.starting` — so one slow `pthread_create` is not answered
 /// twice):
 ///
-/// 1. Overcommit: if items wait on the overcommit roots and *no* item was taken from them
-///    during the whole last tick, every worker is busy elsewhere (computing or blocked):
-///    start one thread per waiting item, but at most as many as are already live (the pool
-///    at most doubles per tick). 250 serial queues whose items wait for each other reach
-///    250 threads in about eight doublings; `dispatch_apply`-style CPU work is untouched.
+/// 1. Overcommit: if items wait on the overcommit roots and none was taken from them for
+///    `stalledSamplesToBlock` samples, start one thread per worker that is computing or
+///    genuinely blocked, up to the number of waiting items. Each such worker holds its
+///    thread for long, and an overcommit item is owed a thread whenever none is idle; the
+///    pool at most doubles per round. 100 serial queues whose items wait on one condition
+///    variable get their 100 threads in a few tens of milliseconds (libdispatch: ~15 ms).
 ///
-/// 2. Non-overcommit: if items wait on a non-overcommit root, count the workers running
-///    non-overcommit items that are *running*, and start the difference to `activeCPUs`.
-///    A worker counts as running unless it is *genuinely blocked*: same item as at the last
-///    sample, its thread's CPU clock (pthread_getcpuclockid) has not advanced since then —
-///    it has not run at all for a whole tick — and the kernel does not list it as runnable
-///    (/proc/self/task/<tid>/stat, read only for workers that pass the first two tests,
-///    and only until `activeCPUs` running ones have been found). So a worker asleep in a
-///    condition variable, a mutex held elsewhere, a futex, `read` or `usleep` is replaced
-///    after one to two ticks, whatever the system call.
+/// 2. Non-overcommit: if items wait on a non-overcommit root, count the non-overcommit
+///    workers that are not genuinely blocked (and workers between items) and start the
+///    difference to `activeCPUs`. A worker blocked on a global queue is replaced after two
+///    to three ticks; 200 items that each usleep 20 ms finish in ~0.1 s (libdispatch
+///    adds one thread a second: ~1.3 s).
 ///
 /// Why this does not snowball (the reason the old monitor waited a whole second before it
 /// counted a worker blocked in `futex`). Under allocation-heavy load — 200,000 serial
 /// queues created on one thread and freed on workers (`bench` queue_cycle) — workers queue
 /// on malloc's arena lock. A waiter in such a convoy is woken each time the lock changes
-/// hands or it is its turn, so its CPU clock moves from tick to tick: it counts as running,
-/// not blocked. And the overcommit rule needs the overcommit roots to have made no
-/// progress at all for a whole tick, which a convoy that hands the lock on does not do.
-/// A waiter that sleeps a whole millisecond because the lock's holder was preempted does
-/// count as blocked, but then a CPU really is free, and at most `activeCPUs` threads are
-/// added per tick for it.
+/// hands or it is its turn, so its CPU clock moves from tick to tick (a little: it counts
+/// neither as blocked nor as computing). The overcommit rule also needs the overcommit
+/// roots to have made no progress at all for two samples, which a convoy that hands the
+/// lock on does not do. Measured on 2 CPUs with a compiler loading both: queue_cycle ends
+/// with 4-6 workers (libdispatch: 255, its limit, and 6-10× slower); with one sample
+/// instead of two, one run in three grew to ~60.
 ///
 /// Rejected alternatives:
 /// - "Not runnable at two samples a tick apart" (the previous rule) counts a convoy
@@ -57,15 +65,16 @@ import Synchronization
 /// - Starting an overcommit thread on every push that finds no idle worker: see
 ///   `ThreadPool` (libdispatch reaches 255 threads on queue_cycle that way).
 ///
-/// Cost: while it watches, one `clock_gettime` of a thread CPU clock per busy
-/// non-overcommit worker per tick, plus a /proc read per stalled one while fewer than
-/// `activeCPUs` are running; nothing per item on any hot path.
+/// Cost: while it watches and work is waiting, one `clock_gettime` of a thread CPU clock
+/// per busy worker per tick, plus a /proc read per long-stalled one while its answer is
+/// needed; nothing per item on any hot path (one relaxed counter per push onto, and per
+/// pop from, an overcommit root).
 final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
     /// Consecutive samples a tick apart with no progress before the monitor acts: a
     /// worker with no CPU time on the same item, or overcommit roots with no pop. Two
-    /// (one full tick between them, 1-2 ms in all): one let the pool grow to ~60 threads
-    /// on queue_cycle while a compiler loaded both CPUs (waiters on malloc's lock whose
+    /// (at least a full tick between them): with one, the pool grew to ~60 threads on
+    /// queue_cycle while a compiler loaded both CPUs (waiters on malloc's lock whose
     /// holder was preempted for a tick looked blocked).
     let stalledSamplesToBlock = 2
     /// Quiet ticks before the monitor goes back to sleep.
