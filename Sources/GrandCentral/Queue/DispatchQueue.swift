@@ -149,7 +149,8 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         push(ContinuationCache.make(function, context, flags))
     }
 
-    /// Adds a continuation and, when that made the queue non-empty, wakes the queue up.
+    /// Adds a continuation and, when that made the queue non-empty, wakes the queue up (a
+    /// root queue counts it and wakes a worker: `RootQueue.pushRoot`).
     @inline(__always)
     final func push(_ node: Continuation) {
         if role == .root { return unsafeDowncast(self, to: RootQueue.self).pushRoot(node) }
