@@ -84,7 +84,14 @@ final class ThreadPool: @unchecked Sendable {
     private let workersLock = SpinLock()
     let monitor = StarvationMonitor()
 
+    /// `RootQueues.scanOrder`, copied here: a worker's loop (`findWork`, `hasWork` while it
+    /// spins) reads a stored field of the pool it holds instead of a lazy global, whose
+    /// accessor is a `swift_once` — under ThreadSanitizer always the slow path, a
+    /// priority-inheritance lock that 255 spinning workers convoyed on.
+    let scanOrder: UnsafeMutableBufferPointer<Unmanaged<RootQueue>>
+
     private init() {
+        scanOrder = RootQueues.scanOrder
         activeCPUs = Int(gc_active_cpu_count())
         threadLimit = ThreadPool.limitFromEnvironment()
     }
@@ -166,7 +173,7 @@ final class ThreadPool: @unchecked Sendable {
     /// it came from.
     @inline(__always)
     func findWork(for worker: Worker) -> Continuation? {
-        for queue in RootQueues.scanOrder {
+        for queue in scanOrder {
             let (node, overcommit) = queue._withUnsafeGuaranteedRef { ($0.popRoot(), $0.overcommit) }
             if let node {
                 worker.servingOvercommit.store(overcommit, ordering: .relaxed)
@@ -178,7 +185,7 @@ final class ThreadPool: @unchecked Sendable {
 
     @inline(__always)
     func hasWork() -> Bool {
-        for queue in RootQueues.scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
         return false
     }
 
