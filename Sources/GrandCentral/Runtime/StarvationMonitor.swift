@@ -18,8 +18,12 @@ import Synchronization
 /// all for at least a whole tick) is *genuinely blocked* unless the kernel lists it as
 /// runnable (/proc/self/task/<tid>/stat, read only for such workers and only while the
 /// answer is still needed) — runnable means it waits for a CPU, and a new thread would not
-/// help. Blocked is blocked whatever the system call: a condition variable, a mutex held
-/// elsewhere, a futex, `read`, `usleep`.
+/// help. A condition variable, a semaphore, a futex, `read`, `usleep`: blocked after two
+/// samples. A lock (a glibc mutex or any lowlevellock such as malloc's arena lock, a
+/// priority-inheritance mutex such as Swift's `Mutex`; told apart by the futex operation in
+/// /proc/self/task/<tid>/syscall) only after `lockStalledSamples` (~20 ms): see below.
+/// Workers in the library's own waits (`BlockingRegion`) are blocked after two samples
+/// whatever they wait on.
 ///
 /// What it adds, each tick (nothing while a thread it or a producer started has not yet
 /// looked for work — `ThreadPool.starting` — so one slow `pthread_create` is not answered
@@ -47,16 +51,24 @@ import Synchronization
 /// roots to have made no progress at all for two samples, which a convoy that hands the
 /// lock on does not do. Measured on 2 CPUs with a compiler loading both: queue_cycle ends
 /// with 4-6 workers (libdispatch: 255, its limit, and 6-10× slower); with one sample
-/// instead of two, one run in three grew to ~60.
+/// instead of two, one run in three grew to ~60. Locks that hand over in FIFO order (PI
+/// mutexes: Swift's `Mutex`) do not wake their waiters until their turn, and with a lock
+/// holder preempted by another process a glibc mutex's waiters can sleep several ticks
+/// too: 200,000 global-queue items that each take one mutex grew the pool to 50-90
+/// threads under a loaded machine when those waits counted after two samples. Hence the
+/// 20 ms for lock waits: long against a convoy's turn, short against libdispatch's one
+/// second (and against the previous rule, one second for every futex wait, condition
+/// variables included).
 ///
 /// Rejected alternatives:
 /// - "Not runnable at two samples a tick apart" (the previous rule) counts a convoy
 ///   waiter that happens to be asleep at both samples as blocked; under allocation-heavy
 ///   load the pool snowballed to its limit. It needed a one-second exception for futex
 ///   waits, which left condition-variable and mutex waits unreplaced for a second.
-/// - Telling lock waits from other waits by the futex operation in
-///   /proc/<tid>/syscall (FUTEX_WAIT vs FUTEX_WAIT_BITSET): depends on libc internals and
-///   misjudges programs that use futexes directly.
+/// - Never replacing workers that wait for a lock: a mutex held by a thread that waits
+///   for queued work would deadlock. The lock-wait test itself reads glibc's futex
+///   protocol (value 2 = locked with waiters); a wait it misjudges as a lock wait is only
+///   replaced later (20 ms), never not at all.
 /// - "No item completed for N ms": stalls when many workers sleep (completions keep
 ///   trickling in from the sleepers, and the pool stops growing short of what the work
 ///   needs).
@@ -77,6 +89,12 @@ final class StarvationMonitor: @unchecked Sendable {
     /// queue_cycle while a compiler loaded both CPUs (waiters on malloc's lock whose
     /// holder was preempted for a tick looked blocked).
     let stalledSamplesToBlock = 2
+    /// Samples a worker asleep waiting for a *lock* (a glibc mutex, malloc's arena lock, a
+    /// PI mutex such as Swift's `Mutex`: `gc_thread_in_lock_wait`) must stay so before it
+    /// counts as blocked: about 20 ms. A waiter in a convoy gets the lock within that (each
+    /// acquisition waits for the ones queued before it, microseconds each), a mutex held
+    /// by a thread that is itself blocked does not.
+    let lockStalledSamples = 20
     /// Quiet ticks before the monitor goes back to sleep.
     let quietTicksBeforeSleep = 10
     /// Futex word: 1 while the monitor sleeps waiting for a poke.
@@ -204,8 +222,13 @@ final class StarvationMonitor: @unchecked Sendable {
             let needRunning = !overcommit && survey.constrainedRunning < pool.activeCPUs
             if !needStuck && !needRunning { continue }
             // Off the CPU for a whole tick: runnable means it waits for a CPU (the machine is
-            // busy: a new thread would not help); otherwise it is blocked.
-            if gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) {
+            // busy: a new thread would not help); otherwise it is blocked — unless it waits
+            // for a lock and has not waited `lockStalledSamples` yet (a convoy, see above).
+            let tid = worker.tid.load(ordering: .relaxed)
+            let waitingForLock = !worker.inBlockingRegion.load(ordering: .relaxed)
+                && worker.stalledSamplesByMonitor < lockStalledSamples
+                && gc_thread_in_lock_wait(tid) != 0
+            if waitingForLock || gc_thread_is_runnable(tid) {
                 if !overcommit { survey.constrainedRunning += 1 }
             } else {
                 survey.stuck += 1

@@ -193,12 +193,14 @@ final class ThreadPool: @unchecked Sendable {
 
     static func workerWillBlock(_ raw: UnsafeMutableRawPointer) {
         let pool = ThreadPool.shared
+        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.inBlockingRegion.store(true, ordering: .relaxed) }
         pool.blocked.wrappingAdd(1, ordering: .relaxed)
         // This worker's CPU is free while it waits: let queued work have it.
         if pool.hasWork() { pool.moreWorkQueued() }
     }
 
     static func workerDidUnblock(_ raw: UnsafeMutableRawPointer) {
+        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.inBlockingRegion.store(false, ordering: .relaxed) }
         ThreadPool.shared.blocked.wrappingSubtract(1, ordering: .relaxed)
     }
 }
@@ -207,7 +209,7 @@ final class ThreadPool: @unchecked Sendable {
 ///
 /// Written by the worker, read by the monitor (relaxed: the monitor samples them and
 /// compares with its previous sample; a stale value only delays a decision by a tick):
-/// `busy`, `servingOvercommit`, `itemsRun`, `tid`, `cpuClock`. `tid` and `cpuClock` are
+/// `busy`, `servingOvercommit`, `inBlockingRegion`, `itemsRun`, `tid`, `cpuClock`. `tid` and `cpuClock` are
 /// stored before the worker registers, so the monitor (which finds workers through the
 /// registry's lock) sees them set.
 /// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`.
@@ -215,6 +217,8 @@ final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
     let servingOvercommit = Atomic<Bool>(false)
+    /// Inside a BlockingRegion (the library's own waits).
+    let inBlockingRegion = Atomic<Bool>(false)
     let itemsRun = Atomic<UInt64>(0)
     let tid = Atomic<Int32>(0)
     /// The thread's CPU-time clock (pthread_getcpuclockid), for the monitor.
