@@ -9,6 +9,8 @@
 
 import GrandCentral
 
+typealias DispatchData = GrandCentral.DispatchData
+typealias DispatchDataIterator = GrandCentral.DispatchDataIterator
 typealias DispatchGroup = GrandCentral.DispatchGroup
 typealias DispatchObject = GrandCentral.DispatchObject
 typealias DispatchPredicate = GrandCentral.DispatchPredicate

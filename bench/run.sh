@@ -106,6 +106,10 @@ cases=(
     "sleepers|200 items that each usleep(20 ms), global queue|ms wall|time|ratio|<=|0.2"
     "queue_bytes|memory per idle serial queue (RSS, 100,000 queues)|B/queue|time|GC|<=|256"
     "queue_cycle|create a queue, async_f one item, release it|ns/cycle|time|ratio|<=|1.0"
+    "after_p50|100,000 dispatch_after within 50 ms: lateness p50|us|time|ratio|<=|1.0"
+    "after_p99|100,000 dispatch_after within 50 ms: lateness p99|us|time|ratio|<=|1.0"
+    "data_concat|20,000 64-byte pieces joined by repeated concat, then mapped|ms|time|ratio|<=|0.01"
+    "data_apply|dispatch_data_apply_f over a 20,000-region buffer|ns/region|time|ratio|<=|1.0"
 )
 
 selected() {

@@ -278,3 +278,86 @@ void header_matrix_use(void)
 	(void)hm_walltime; (void)hm_get_qos; (void)hm_set_width; (void)hm_benchmark_f;
 	(void)hm_once_f; (void)hm_current_queue;
 }
+
+/* data.h: exact signatures, the constants, the _f forms with every destructor spelling,
+ * and the block forms. */
+static dispatch_data_t (*const hm_data_create_f)(const void *, size_t, dispatch_queue_t,
+		dispatch_function_t) = dispatch_data_create_f;
+static size_t (*const hm_data_get_size)(dispatch_data_t) = dispatch_data_get_size;
+static dispatch_data_t (*const hm_data_create_map)(dispatch_data_t, const void **, size_t *) =
+		dispatch_data_create_map;
+static dispatch_data_t (*const hm_data_create_concat)(dispatch_data_t, dispatch_data_t) =
+		dispatch_data_create_concat;
+static dispatch_data_t (*const hm_data_create_subrange)(dispatch_data_t, size_t, size_t) =
+		dispatch_data_create_subrange;
+static bool (*const hm_data_apply_f)(dispatch_data_t, void *, dispatch_data_applier_function_t) =
+		dispatch_data_apply_f;
+static dispatch_data_t (*const hm_data_copy_region)(dispatch_data_t, size_t, size_t *) =
+		dispatch_data_copy_region;
+#ifdef __BLOCKS__
+static dispatch_data_t (*const hm_data_create)(const void *, size_t, dispatch_queue_t,
+		dispatch_block_t) = dispatch_data_create;
+#endif
+
+static bool hm_data_applier(void *context, dispatch_data_t region, size_t offset,
+		const void *buffer, size_t size)
+{
+	(void)context; (void)region; (void)offset; (void)buffer; (void)size;
+	return true;
+}
+
+void header_matrix_use_data(void);
+void header_matrix_use_data(void)
+{
+	static char bytes[16];
+	const void *buffer = NULL;
+	size_t size = 0, offset = 0;
+	dispatch_queue_t q = dispatch_queue_create("hm.data", DISPATCH_QUEUE_SERIAL);
+	dispatch_data_t empty = dispatch_data_empty;
+	dispatch_data_t copied = dispatch_data_create_f(bytes, sizeof bytes, q,
+			DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+	dispatch_data_t freed = dispatch_data_create_f(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_FREE_F);
+	dispatch_data_t unmapped = dispatch_data_create_f(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_MUNMAP_F);
+	dispatch_data_t called = dispatch_data_create_f(bytes, 1, q, hm_work);
+#ifndef __BLOCKS__
+	dispatch_data_t plain = dispatch_data_create_f(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_FREE);
+	dispatch_release(plain);
+	plain = dispatch_data_create_f(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_MUNMAP);
+	dispatch_release(plain);
+#endif
+	dispatch_data_t map = dispatch_data_create_map(copied, &buffer, &size);
+	dispatch_data_t both = dispatch_data_create_concat(copied, empty);
+	dispatch_data_t part = dispatch_data_create_subrange(both, 1, 2);
+	dispatch_data_t region = dispatch_data_copy_region(both, 0, &offset);
+	(void)dispatch_data_apply_f(both, NULL, hm_data_applier);
+	size += dispatch_data_get_size(part);
+#ifdef __BLOCKS__
+	{
+		dispatch_data_t b1 = dispatch_data_create(bytes, 1, q, ^{ bytes[0]++; });
+		dispatch_data_t b2 = dispatch_data_create(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_FREE);
+		dispatch_data_t b3 = dispatch_data_create(bytes, 1, NULL, DISPATCH_DATA_DESTRUCTOR_MUNMAP);
+		dispatch_data_applier_t applier = ^bool(dispatch_data_t r, size_t o, const void *p, size_t s) {
+			(void)r; (void)o; (void)p;
+			return s > 0;
+		};
+		(void)dispatch_data_apply(b1, applier);
+		dispatch_release(b1);
+		dispatch_release(b2);
+		dispatch_release(b3);
+	}
+	(void)hm_data_create;
+#endif
+	dispatch_release(region);
+	dispatch_release(part);
+	dispatch_release(both);
+	dispatch_release(map);
+	dispatch_release(called);
+	dispatch_release(unmapped);
+	dispatch_release(freed);
+	dispatch_release(copied);
+	dispatch_release(q);
+	(void)buffer; (void)size;
+	(void)hm_data_create_f; (void)hm_data_get_size; (void)hm_data_create_map;
+	(void)hm_data_create_concat; (void)hm_data_create_subrange; (void)hm_data_apply_f;
+	(void)hm_data_copy_region;
+}

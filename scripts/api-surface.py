@@ -13,7 +13,8 @@ relationship. Normalized, so that only what a client can observe is compared:
   - `final` on a class and `override` on an initializer are dropped: a public class is not
     subclassable outside its module either way, and the overridden initializer is internal;
   - spellings of one type are unified: `-> ()` is `-> Void`, and the C typealiases Dispatch
-    uses (`dispatch_time_t`, `dispatch_fd_t`) are their Swift types (`UInt64`, `Int32`);
+    uses (`dispatch_time_t`, `dispatch_fd_t`) are their Swift types (`UInt64`, `Int32`), and
+    `CountableRange` (a typealias) is `Range`;
   - availability is kept only where it applies on Linux (no platform, `*`, or `Swift`);
     macOS/iOS/tvOS/watchOS/visionOS version attributes have no effect here.
 """
@@ -25,7 +26,8 @@ import sys
 APPLE = {"macOS", "iOS", "tvOS", "watchOS", "visionOS", "macCatalyst",
          "macOSApplicationExtension", "iOSApplicationExtension"}
 
-C_TYPEALIASES = {"dispatch_time_t": "UInt64", "dispatch_fd_t": "Int32"}
+C_TYPEALIASES = {"dispatch_time_t": "UInt64", "dispatch_fd_t": "Int32",
+                 "CountableRange": "Range"}  # the last a Swift typealias of the same type
 
 
 def declaration(fragments):

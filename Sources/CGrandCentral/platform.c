@@ -135,19 +135,27 @@ bool gc_thread_is_runnable(int32_t tid) {
     return paren[2] == 'R';
 }
 
-long gc_thread_blocked_syscall(int32_t tid) {
-    char path[64], buf[64];
+int gc_thread_in_lock_wait(int32_t tid) {
+    char path[64], buf[128];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
     FILE *f = fopen(path, "r");
-    if (!f) return -1;
+    if (!f) return 0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    if (buf[0] < '0' || buf[0] > '9') return -1;  // "running"
-    return strtol(buf, NULL, 10);
+    // "<nr> <arg1> <arg2> <arg3> ...", arguments in hex; "running" when not in a syscall.
+    char *end;
+    long nr = strtol(buf, &end, 10);
+    if (end == buf || nr != SYS_futex) return 0;
+    strtoull(end, &end, 16);                        // the futex word's address
+    unsigned long op = strtoul(end, &end, 16) & FUTEX_CMD_MASK;
+    unsigned long val = strtoul(end, &end, 16);
+    if (op == FUTEX_LOCK_PI) return 1;               // PI mutexes (Swift's Mutex)
+#ifdef FUTEX_LOCK_PI2
+    if (op == FUTEX_LOCK_PI2) return 1;
+#endif
+    return op == FUTEX_WAIT && val == 2;             // glibc's contended lowlevellock
 }
-
-long gc_futex_syscall_number(void) { return SYS_futex; }
 
 // Reads a cgroup CPU quota, in CPUs rounded up, or 0 when there is none.
 static int gc_cgroup_cpu_limit(void) {

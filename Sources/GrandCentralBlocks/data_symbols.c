@@ -21,3 +21,20 @@ struct dispatch_queue_attr_s {
 
 struct dispatch_queue_s _dispatch_main_q;
 struct dispatch_queue_attr_s _dispatch_queue_attr_concurrent;
+
+// dispatch_data_empty is `&_dispatch_data_empty`; like the main queue, only its address
+// matters (the engine maps it to its own empty data object, Data/DataObject.swift).
+struct dispatch_data_s {
+	_Alignas(16) unsigned char opaque[64];
+};
+struct dispatch_data_s _dispatch_data_empty;
+
+// DISPATCH_DATA_DESTRUCTOR_FREE and _MUNMAP are the values of these symbols: pointers to
+// two distinct global blocks that dispatch_data_create(_f) recognises by value and never
+// calls. (A gcc translation unit sees them as dispatch_function_t: same bits.)
+const dispatch_block_t _dispatch_data_destructor_free = ^{
+	gc_client_bug("DISPATCH_DATA_DESTRUCTOR_FREE", "the destructor marker was called");
+};
+const dispatch_block_t _dispatch_data_destructor_munmap = ^{
+	gc_client_bug("DISPATCH_DATA_DESTRUCTOR_MUNMAP", "the destructor marker was called");
+};

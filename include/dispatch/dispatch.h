@@ -40,6 +40,7 @@
 #include <dispatch/group.h>
 #include <dispatch/semaphore.h>
 #include <dispatch/once.h>
+#include <dispatch/data.h>
 #include <dispatch/benchmark.h>
 
 #ifdef __DISPATCH_INDIRECT_DEFINED_HERE__

@@ -39,11 +39,13 @@ int32_t gc_thread_id(void);
 /// True when the kernel reports thread `tid` of this process as running or runnable
 /// ('R' in /proc/self/task/<tid>/stat). Used by the starvation monitor only.
 bool gc_thread_is_runnable(int32_t tid);
-/// The system call thread `tid` is blocked in (/proc/self/task/<tid>/syscall), or -1 when
-/// it is running or the kernel does not say.
-long gc_thread_blocked_syscall(int32_t tid);
-/// SYS_futex on this architecture.
-long gc_futex_syscall_number(void);
+/// True when thread `tid` of this process sleeps waiting for a lock: a futex wait the
+/// way glibc's mutexes and malloc's arena locks wait (FUTEX_WAIT for the value 2, their
+/// "locked, with waiters" state) or a priority-inheritance lock (FUTEX_LOCK_PI, as Swift's
+/// Mutex). Condition variables and semaphores (FUTEX_WAIT_BITSET), other futex waits and
+/// other system calls are not lock waits. Read from /proc/self/task/<tid>/syscall; used by
+/// the starvation monitor only.
+int gc_thread_in_lock_wait(int32_t tid);
 /// CPUs this process may use: the affinity mask, further limited by a cgroup v2/v1 CPU quota.
 int gc_active_cpu_count(void);
 /// CPUs online (logical) and an estimate of physical cores.
@@ -165,6 +167,18 @@ extern char _dispatch_main_q[] __attribute__((weak));
 extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
 static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
 static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
+// dispatch_data_empty is `&_dispatch_data_empty`; DISPATCH_DATA_DESTRUCTOR_FREE/_MUNMAP
+// are the *values* of the destructor symbols (pointers that are compared, never called).
+extern char _dispatch_data_empty[] __attribute__((weak));
+extern void *const _dispatch_data_destructor_free __attribute__((weak));
+extern void *const _dispatch_data_destructor_munmap __attribute__((weak));
+static inline void *gc_data_empty_symbol(void) { return (void *)_dispatch_data_empty; }
+static inline const void *gc_data_destructor_free_value(void) {
+    return &_dispatch_data_destructor_free ? _dispatch_data_destructor_free : NULL;
+}
+static inline const void *gc_data_destructor_munmap_value(void) {
+    return &_dispatch_data_destructor_munmap ? _dispatch_data_destructor_munmap : NULL;
+}
 
 /// Arranges (once per thread) for the thread's continuation cache to be freed when the
 /// thread exits, so threads that come and go do not leak their caches.

@@ -135,6 +135,9 @@ func objectFromHandle(_ handle: UnsafeMutableRawPointer) -> Unmanaged<DispatchOb
     if handle == gc_main_queue_symbol() {
         return Unmanaged.passUnretained(DispatchQueue.main)
     }
+    if handle == gc_data_empty_symbol() {
+        return Unmanaged.passUnretained(DataObject.empty)
+    }
     return Unmanaged<DispatchObject>.fromOpaque(handle)
 }
 

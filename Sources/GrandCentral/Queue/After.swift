@@ -4,12 +4,16 @@ import CGrandCentral
 /// its queue (handlers never run on the event thread).
 ///
 /// The timer's context is the continuation itself, with the queue (retained) in its
-/// `owner` field until it fires. Leeway: libdispatch's default for dispatch_after is a
-/// tenth of the delay, capped; we use the same rule, which lets the event loop coalesce
-/// nearby deadlines into one wakeup.
+/// `waiter` field until it fires. Leeway: libdispatch's default for dispatch_after is a
+/// tenth of the delay, capped; we use the same rule. Leeway never delays a timer that has
+/// nothing to coalesce with (the timer policy, see `TimerHeap`): it only lets nearby
+/// deadlines share one wakeup of the event thread. A `dispatch_after` is a one-shot timer:
+/// its node is armed once and fires once (timer sources re-arm theirs).
 extension DispatchQueue {
+    /// `loop` is for tests, which count a private loop's wakeups; the library uses the
+    /// shared one.
     final func after(_ when: UInt64, _ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
-                     _ flags: ContinuationFlags = []) {
+                     _ flags: ContinuationFlags = [], on loop: EventLoop = .shared) {
         if when == ~0 { return }  // DISPATCH_TIME_FOREVER: never (libdispatch does the same)
         let delay = DispatchClock.nanosecondsUntil(when)
         if delay <= 0 {
@@ -19,7 +23,7 @@ extension DispatchQueue {
         let node = ContinuationCache.make(function, context, flags)
         node.pointee.waiter = Unmanaged.passRetained(self).toOpaque()
         let leeway = min(UInt64(delay) / 10, 60_000_000_000)  // 10 %, at most 60 s
-        _ = EventLoop.shared.scheduleTimer(deadline: when, leeway: leeway, fire: afterTimerFired, context: UnsafeMutableRawPointer(node))
+        _ = loop.scheduleTimer(deadline: when, leeway: leeway, fire: afterTimerFired, context: UnsafeMutableRawPointer(node))
     }
 }
 

@@ -149,15 +149,12 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         push(ContinuationCache.make(function, context, flags))
     }
 
-    /// Adds a continuation and, when that made the queue non-empty, wakes the queue up.
+    /// Adds a continuation and, when that made the queue non-empty, wakes the queue up (a
+    /// root queue counts it and wakes a worker: `RootQueue.pushRoot`).
     @inline(__always)
     final func push(_ node: Continuation) {
-        let wasEmpty = items.push(node)
-        if wasEmpty {
-            // A root queue that was already non-empty has a worker on its way (workers
-            // that take an item wake a peer while items remain, see Worker.run).
-            if role == .root { ThreadPool.shared.workAvailable() } else { wakeup() }
-        }
+        if role == .root { return unsafeDowncast(self, to: RootQueue.self).pushRoot(node) }
+        if items.push(node) { wakeup() }
     }
 
     /// Schedules a drain if the queue has work, is runnable, and none is scheduled.

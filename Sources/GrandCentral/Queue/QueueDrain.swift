@@ -65,8 +65,17 @@ extension DispatchQueue {
     final func drainSerial() -> DrainOutcome {
         var budget = drainBudget
         while true {
-            while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = items.pop() {
+            while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = popSerial() {
                 if node.pointee.flags & ContinuationFlags.syncHandoff.rawValue != 0 {
+                    if node.pointee.flags & ContinuationFlags.barrier.rawValue == 0 {
+                        // The caller asked for a unit of width, not the drain lock: this
+                        // queue's width was raised (dispatch_queue_set_width, a barrier
+                        // this drain ran inline) after the drain started in serial mode.
+                        // Nothing is in flight; go on in concurrent mode, which reserves
+                        // the unit for the caller and respects it from now on.
+                        pendingHead.store(UInt(bitPattern: node), ordering: .relaxed)
+                        return drainConcurrent()
+                    }
                     return .handedOff(node)
                 }
                 runContinuation(node)
@@ -79,6 +88,19 @@ extension DispatchQueue {
             }
             if tryUnlockDrain() { return .unlocked }
         }
+    }
+
+    /// The next item of a serial queue: the one a releasing sync caller put back
+    /// (`syncRelease` stashes it in `pendingHead` before scheduling this drain), else the
+    /// list's head.
+    @inline(__always)
+    final func popSerial() -> Continuation? {
+        let stashed = pendingHead.load(ordering: .acquiring)
+        if stashed != 0 {
+            pendingHead.store(0, ordering: .relaxed)
+            return Continuation(bitPattern: stashed)
+        }
+        return items.pop()
     }
 
     /// Dispatches a concurrent queue's items: each non-barrier item goes to the target

@@ -129,6 +129,24 @@ extension DispatchQueue {
     final func syncRelease(exclusive: Bool) {
         if exclusive {
             if !tryUnlockDrain() {
+                // Items arrived meanwhile and we hold the drain lock again. When the next
+                // one is another sync caller waiting for the lock, hand it over here, as
+                // libdispatch does: passing a busy queue from one sync caller to the next
+                // must not need a worker thread (they may all be parked in such syncs).
+                // Anything else goes back to the drain we schedule (`pendingHead`, taken
+                // first by drainSerial and drainConcurrent).
+                if !usesWidth.load(ordering: .acquiring),
+                   !QueueState(state.load(ordering: .sequentiallyConsistent)).isSuspended,
+                   let node = items.pop() {
+                    let handoff = ContinuationFlags.syncHandoff.rawValue | ContinuationFlags.barrier.rawValue
+                    if node.pointee.flags & handoff == handoff {
+                        // A caller waiting for the drain lock (not for a unit of width,
+                        // which only the drain hands out): it is theirs now.
+                        SyncWaiter.wake(node)
+                        return
+                    }
+                    pendingHead.store(UInt(bitPattern: node), ordering: .releasing)
+                }
                 scheduleDrain(retain: true)
             }
         } else {

@@ -5,16 +5,20 @@ import Synchronization
 /// flavour, all served by the one thread pool. A worker takes work from the highest QoS
 /// bucket that has any (overcommit before non-overcommit within a bucket).
 ///
-/// Overcommit is accepted and reported, but both flavours share the pool's policy: keep
-/// as many workers running as there are CPUs, and replace workers that block. libdispatch
-/// instead gives overcommit queues a thread whenever none is idle, which is how it grows
-/// hundreds of threads under load; we chose not to.
+/// Which root a queue targets, as in libdispatch: serial queues (`dispatch_queue_create`
+/// with a serial or NULL attribute) and the main queue target the overcommit root of their
+/// QoS; concurrent queues and `dispatch_get_global_queue(qos, 0)` the non-overcommit one;
+/// `DISPATCH_QUEUE_OVERCOMMIT` (0x2) and `dispatch_queue_attr_make_with_overcommit`
+/// choose explicitly. The two flavours differ only in how the pool gives them threads
+/// (see `ThreadPool`): an overcommit root's waiting item gets a thread of its own within
+/// milliseconds whenever no worker is idle; a non-overcommit root keeps about one running
+/// thread per CPU.
 enum RootQueues {
     static let bucketCount = 6
 
     /// Index = bucket * 2 + (overcommit ? 1 : 0).
-    static let all: [DispatchQueue] = {
-        var queues: [DispatchQueue] = []
+    static let all: [RootQueue] = {
+        var queues: [RootQueue] = []
         let names = ["maintenance", "background", "utility", "default", "user-initiated", "user-interactive"]
         for bucket in 0..<bucketCount {
             for overcommit in [false, true] {
@@ -22,7 +26,7 @@ enum RootQueues {
                 attributes.qos = QoSLevel.byBucket[bucket]
                 let label = "com.apple.root.\(names[bucket])-qos" + (overcommit ? ".overcommit" : "")
                 let queue = label.withCString {
-                    DispatchQueue(role: .root, label: $0, attributes: attributes, target: nil)
+                    RootQueue(overcommit: overcommit, label: $0, attributes: attributes)
                 }
                 queues.append(queue)
             }
@@ -32,9 +36,25 @@ enum RootQueues {
 
     /// The pool scans in this order: highest QoS first, overcommit first. Unmanaged, so a
     /// scan costs no reference counting (the root queues live forever).
-    nonisolated(unsafe) static let scanOrder: UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>> = {
-        let buffer = UnsafeMutableBufferPointer<Unmanaged<DispatchQueue>>.allocate(capacity: all.count)
+    nonisolated(unsafe) static let scanOrder: UnsafeMutableBufferPointer<Unmanaged<RootQueue>> = {
+        let buffer = UnsafeMutableBufferPointer<Unmanaged<RootQueue>>.allocate(capacity: all.count)
         for (i, queue) in all.reversed().enumerated() { buffer[i] = Unmanaged.passUnretained(queue) }
+        return buffer
+    }()
+
+    /// The overcommit roots alone, for the starvation monitor.
+    nonisolated(unsafe) static let overcommitRoots: UnsafeMutableBufferPointer<Unmanaged<RootQueue>> = {
+        let roots = all.filter { $0.overcommit }
+        let buffer = UnsafeMutableBufferPointer<Unmanaged<RootQueue>>.allocate(capacity: roots.count)
+        for (i, queue) in roots.enumerated() { buffer[i] = Unmanaged.passUnretained(queue) }
+        return buffer
+    }()
+
+    /// The non-overcommit roots alone, for the starvation monitor.
+    nonisolated(unsafe) static let constrainedRoots: UnsafeMutableBufferPointer<Unmanaged<RootQueue>> = {
+        let roots = all.filter { !$0.overcommit }
+        let buffer = UnsafeMutableBufferPointer<Unmanaged<RootQueue>>.allocate(capacity: roots.count)
+        for (i, queue) in roots.enumerated() { buffer[i] = Unmanaged.passUnretained(queue) }
         return buffer
     }()
 
@@ -61,28 +81,82 @@ enum RootQueues {
         }
         return queue(qos: qos, overcommit: overcommit)
     }
+
+    /// Items waiting on the overcommit roots (pushed and not yet popped). Approximate
+    /// while producers and workers are at it; exact when they are not.
+    static func overcommitPending() -> Int {
+        var total = 0
+        for root in overcommitRoots { total += root._withUnsafeGuaranteedRef { $0.pendingCount } }
+        return total
+    }
+
+    /// Items ever popped from the overcommit roots: the monitor's measure of whether they
+    /// are being served.
+    static func overcommitPops() -> UInt64 {
+        var total: UInt64 = 0
+        for root in overcommitRoots { total &+= root._withUnsafeGuaranteedRef { $0.pops.load(ordering: .relaxed) } }
+        return total
+    }
+
+    /// True when a non-overcommit root has an item waiting.
+    static func constrainedHasWork() -> Bool {
+        for root in constrainedRoots where !root._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        return false
+    }
 }
 
-extension DispatchQueue {
-    static var defaultRootQueue: DispatchQueue { RootQueues.defaultQueue }
+/// A root queue: its items are popped by the pool's workers directly (it has no target).
+///
+/// Counters, overcommit roots only (the pool's policy needs to know how many of their
+/// items wait; the non-overcommit roots' hot path, `dispatch_async` onto a global queue,
+/// pays nothing for them):
+/// - `pushes`: items ever pushed. Any producer adds 1 (relaxed RMW) before linking its
+///   item, so `pushes - pops` never undercounts what is linked.
+/// - `pops`: items ever popped. Written only by the worker holding `rootPopLock` (a plain
+///   load and store, no RMW), read by the monitor. Relaxed: the monitor wants an estimate
+///   and a change to compare, never a happens-before edge.
+final class RootQueue: DispatchQueue, @unchecked Sendable {
+    let overcommit: Bool
+    let pushes = Atomic<UInt64>(0)
+    let pops = Atomic<UInt64>(0)
 
-    /// A root queue's consumer side: pops under `rootPopLock` (many workers consume).
+    init(overcommit: Bool, label: UnsafePointer<CChar>?, attributes: QueueAttributes) {
+        self.overcommit = overcommit
+        super.init(role: .root, label: label, attributes: attributes, target: nil)
+    }
+
+    var pendingCount: Int {
+        let popped = pops.load(ordering: .relaxed)
+        let pushed = pushes.load(ordering: .relaxed)
+        return pushed > popped ? Int(pushed &- popped) : 0
+    }
+
+    /// `DispatchQueue.push` on a root: count the item, then link it and, when the root was
+    /// empty, wake a worker (a root that was already non-empty has a worker on its way:
+    /// workers that take an item wake a peer while items remain, see `Worker.run`).
     @inline(__always)
-    final func popRoot() -> Continuation? {
+    func pushRoot(_ node: Continuation) {
+        if overcommit { pushes.wrappingAdd(1, ordering: .relaxed) }
+        if items.push(node) { ThreadPool.shared.workAvailable() }
+    }
+
+    /// The consumer side: pops under `rootPopLock` (many workers consume).
+    @inline(__always)
+    func popRoot() -> Continuation? {
         if items.isEmpty { return nil }
         if rootPopLock.exchange(true, ordering: .acquiring) { return popRootContended() }
-        let node = items.pop()
+        let node = popLocked()
         rootPopLock.store(false, ordering: .releasing)
         return node
     }
 
     @inline(never)
-    final func popRootContended() -> Continuation? {
+    func popRootContended() -> Continuation? {
         var spins = 0
         while true {
             if items.isEmpty { return nil }
             if !rootPopLock.load(ordering: .relaxed) && !rootPopLock.exchange(true, ordering: .acquiring) {
-                let node = items.pop()
+                let node = popLocked()
                 rootPopLock.store(false, ordering: .releasing)
                 return node
             }
@@ -91,4 +165,16 @@ extension DispatchQueue {
             gc_cpu_relax()
         }
     }
+
+    /// The caller holds `rootPopLock`.
+    @inline(__always)
+    private func popLocked() -> Continuation? {
+        let node = items.pop()
+        if overcommit && node != nil { pops.store(pops.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
+        return node
+    }
+}
+
+extension DispatchQueue {
+    static var defaultRootQueue: DispatchQueue { RootQueues.defaultQueue }
 }

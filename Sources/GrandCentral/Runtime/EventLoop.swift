@@ -11,7 +11,8 @@ import Synchronization
 /// - one eventfd, the wakeup: other threads write it after handing the loop something new;
 /// - one timerfd per clock (uptime: CLOCK_MONOTONIC, wall: CLOCK_REALTIME, boot:
 ///   CLOCK_BOOTTIME), each created on first use and armed at an absolute instant: the
-///   smallest `deadline + leeway` of that clock's timers (see `TimerHeap`). The wall
+///   wakeup A that the timer policy chooses for that clock's timers (never early, a lone
+///   timer at its deadline, leeway only to share a wakeup; see `TimerHeap`). The wall
 ///   timerfd also asks for TFD_TIMER_CANCEL_ON_SET, so setting the system clock wakes the
 ///   loop to re-evaluate;
 /// - the descriptors of registered sources (see EventLoopDescriptors.swift).
@@ -28,9 +29,13 @@ import Synchronization
 ///    the pass that will clear it: push → exchange(flag) on the producer, store(flag) →
 ///    take(inbox) on the event thread, all sequentially consistent, so a producer that
 ///    saw `true` pushed before the clear, and the take that follows sees its node.
-/// 2. A new timer that is not earlier than what its clock's timerfd is already armed for
-///    (`nextFire`) does not wake the loop at all: the loop will empty the inbox when the
-///    timerfd expires, in time for the new timer. The race this invites (the loop is
+/// 2. A new arm whose latest instant (deadline + leeway) is not earlier than what its
+///    clock's timerfd is already armed for (`nextFire`) does not wake the loop at all:
+///    the loop will empty the inbox when the timerfd expires, in time for the new timer
+///    (it fires then if its deadline has passed, inside its window; otherwise the loop
+///    arms for it). Suspending and disarming never wake the loop either: a node with a
+///    request waiting is never fired (see `TimerNode`), and the loop applies the request
+///    on its next pass. The race this invites (the loop is
 ///    between emptying the inbox and re-arming, with a later instant, when the producer
 ///    reads the old one) is closed by the loop checking the inboxes again after it
 ///    publishes `nextFire`: "producer: push, then load nextFire" against "event thread:
@@ -50,10 +55,8 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Shared between threads (atomics only)
 
-    /// Timers to insert into a heap.
-    private let timerInbox = EventLoopInbox<TimerScheduleLink>()
-    /// Timers cancelled before they fired, to remove from their heap.
-    private let cancelInbox = EventLoopInbox<TimerCancelLink>()
+    /// Timers whose request changed (arm, suspend, resume, disarm, cancel).
+    private let timerInbox = EventLoopInbox<TimerInboxLink>()
     /// Descriptor registrations and unregistrations, in submission order.
     let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
     /// Registrations whose owner asked to be told about readiness again.
@@ -65,6 +68,14 @@ final class EventLoop: @unchecked Sendable {
     private let nextFireUptime = Atomic<UInt64>(UInt64.max)
     private let nextFireWall = Atomic<UInt64>(UInt64.max)
     private let nextFireBoot = Atomic<UInt64>(UInt64.max)
+    /// The event thread's `pthread_self()`, 0 until it starts. Stored once by the event
+    /// thread and read by timer requests, which skip the wakeup when they run there (the
+    /// loop checks its inbox again before it waits). Relaxed suffices: a thread that reads
+    /// 0 or another thread's id is not the event thread and wakes it, which is always safe.
+    private let eventThread = Atomic<UInt>(0)
+    /// Passes of the loop that fired at least one timer: the wakeups timers cost (tests
+    /// count them to check coalescing). Relaxed: a statistic, written by the event thread.
+    let timerFiringPasses = Atomic<Int>(0)
 
     // MARK: Event thread only
 
@@ -94,42 +105,140 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Timers
 
-    /// Calls `fire(context)` on the event thread once `deadline` (a `dispatch_time_t` on
-    /// any clock) has passed, and no later than `deadline + leeway` when the machine
-    /// allows. DISPATCH_TIME_NOW and other past deadlines fire at once; FOREVER never
-    /// fires. Returns a token for `cancelTimer`. Any thread.
+    /// One-shot: calls `fire(context)` on the event thread once `deadline` (a
+    /// `dispatch_time_t` on any clock) has passed, at the wakeup the timer policy chooses
+    /// (at the deadline, or later but no later than `deadline + leeway` when that lets it
+    /// share a wakeup with other timers; never early). DISPATCH_TIME_NOW and other past
+    /// deadlines fire at once; FOREVER never fires. Returns a token for `cancelTimer`.
+    /// Any thread.
     func scheduleTimer(deadline: UInt64, leeway: UInt64, fire: DispatchFunction,
                        context: UnsafeMutableRawPointer?) -> TimerToken {
-        guard let instant = DispatchClock.decode(deadline, resolvingNow: false) else {
-            let never = TimerNode(clock: .uptime, deadline: UInt64.max, leeway: 0, isScheduled: false,
-                                  fire: fire, context: context)
-            return TimerToken(node: never)
-        }
-        let node = TimerNode(clock: instant.kind, deadline: instant.nanoseconds, leeway: leeway,
-                             isScheduled: true, fire: fire, context: context)
-        timerInbox.push(node)
-        // node.latest < limit < UInt64.max, so a disarmed clock always gets a wakeup.
-        if node.latest < loadNextFire(instant.kind) {
-            requestWakeup()
-        }
+        let node = TimerNode(fire: fire, context: context)
+        armTimer(node, deadline: deadline, leeway: leeway)
         return TimerToken(node: node)
     }
 
-    /// Cancels a timer that has not fired. Returns true when the timer will never fire;
-    /// false when it already fired or is firing right now (its callback owns the context).
-    /// Any thread, at most once per token is useful (later calls return false).
+    /// Cancels a one-shot timer. Returns true when the timer will never fire; false when
+    /// it already fired or is firing right now (its callback owns the context), or was
+    /// cancelled before. Any thread.
     func cancelTimer(_ token: TimerToken) -> Bool {
-        let node = token.node
-        let (won, _) = node.state.compareExchange(
-            expected: TimerState.pending, desired: TimerState.cancelled, ordering: .acquiringAndReleasing)
-        guard won else { return false }
-        if node.isScheduled {
-            // Removed from the heap promptly, so that re-arming a far-future timer over
-            // and over does not pile up dead nodes.
-            cancelInbox.push(node)
-            requestWakeup()
+        cancelTimer(token.node, completion: nil, context: nil)
+    }
+
+    // MARK: - Reusable timers (the interface timer sources use)
+    //
+    // A timer source makes one `TimerNode(fire:context:)` and keeps it. Calls for one node
+    // may come from any thread, but the owner serializes them (its own lock or queue):
+    // the protocol coalesces requests, it does not order two racing owners. `fire` and a
+    // cancel's completion run on the event thread, one at a time, and must only hand work
+    // elsewhere (push onto a queue, bump a counter); they may call these functions.
+
+    /// Arms `node` to fire once at `deadline` (a `dispatch_time_t`; FOREVER: armed, but it
+    /// never fires), with `leeway`, replacing any earlier arm that has not fired. The node
+    /// stays in the heap it was in (it is re-sorted, not reallocated). A suspended node
+    /// keeps the new arm for its resume. Returns the arm's number, which a `fire` callback
+    /// can compare with `node.appliedArm` (a fire of an older arm can be in flight while
+    /// this returns). Ignored, returning 0, after `cancelTimer`.
+    @discardableResult
+    func armTimer(_ node: TimerNode, deadline: UInt64, leeway: UInt64) -> UInt64 {
+        let instant = DispatchClock.decode(deadline, resolvingNow: false)
+        let latest = instant.map { TimerNode.latest(deadline: $0.nanoseconds, leeway: leeway) } ?? 0
+        node.requestLock.lock()
+        if node.request.isCancelled {
+            node.requestLock.unlock()
+            return 0
         }
+        node.request.arm &+= 1
+        let arm = node.request.arm
+        node.request.clock = instant?.kind
+        node.request.deadline = instant?.nanoseconds ?? 0
+        node.request.latest = latest
+        node.request.isArmed = true
+        let wake = node.request.wantsHeap
+        let push = enqueueLocked(node)
+        node.requestLock.unlock()
+        if push { timerInbox.push(node) }
+        // After the push (see the type's comment on `nextFire`). latest < limit <
+        // UInt64.max, so a clock with no timers always gets a wakeup.
+        if wake, let instant, latest < loadNextFire(instant.kind) { requestWakeupFromAnyThread() }
+        return arm
+    }
+
+    /// Takes `node` out of the heap and keeps it out until it is armed again (a timer
+    /// source set to FOREVER, or a one-shot source that has fired). Does not wake the loop.
+    func disarmTimer(_ node: TimerNode) {
+        updateRequest(node) { $0.isArmed = false }
+    }
+
+    /// Suspends `node`: it does not fire, and keeps its arm. Does not wake the loop. A
+    /// deadline that passes while suspended fires at once on resume.
+    func suspendTimer(_ node: TimerNode) {
+        updateRequest(node) { $0.isSuspended = true }
+    }
+
+    /// Resumes a suspended `node`.
+    func resumeTimer(_ node: TimerNode) {
+        var wake: (DispatchClock.Kind, UInt64)? = nil
+        updateRequest(node) { request in
+            request.isSuspended = false
+            if request.wantsHeap, let clock = request.clock { wake = (clock, request.latest) }
+        }
+        if let (clock, latest) = wake, latest < loadNextFire(clock) { requestWakeupFromAnyThread() }
+    }
+
+    /// Cancels `node`, finally. Returns true when this prevented a fire: `fire` will not be
+    /// called again. Later arms are ignored. On the event thread, after the node has left
+    /// the heap and after every `fire` call it will ever get, `completion(context)` runs
+    /// (if given). Returns false and runs nothing when the node was already cancelled.
+    @discardableResult
+    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?, context: UnsafeMutableRawPointer?) -> Bool {
+        node.requestLock.lock()
+        if node.request.isCancelled {
+            node.requestLock.unlock()
+            return false
+        }
+        // An arm at FOREVER counts as prevented too: "this timer will never fire" is what
+        // the caller learns, and it owns the context from here.
+        let prevented = node.request.isArmed && node.request.firedArm != node.request.arm
+        node.request.isCancelled = true
+        node.request.completion = completion
+        node.request.completionContext = context
+        let push = enqueueLocked(node)
+        node.requestLock.unlock()
+        if push { timerInbox.push(node) }
+        // Promptly, so the completion (a cancel handler) does not wait for a timer.
+        requestWakeupFromAnyThread()
+        return prevented
+    }
+
+    /// Applies `change` to the request and queues the node. Does not wake the loop.
+    private func updateRequest(_ node: TimerNode, _ change: (inout TimerRequest) -> Void) {
+        node.requestLock.lock()
+        if node.request.isCancelled {
+            node.requestLock.unlock()
+            return
+        }
+        change(&node.request)
+        let push = enqueueLocked(node)
+        node.requestLock.unlock()
+        if push { timerInbox.push(node) }
+    }
+
+    /// Marks the node queued; returns whether the caller must push it (it was not queued).
+    /// Under the node's request lock.
+    @inline(__always)
+    private func enqueueLocked(_ node: TimerNode) -> Bool {
+        if node.request.isQueued { return false }
+        node.request.isQueued = true
         return true
+    }
+
+    /// A wakeup, unless the caller is the event thread: it checks the inboxes again after
+    /// the callbacks it runs, before it waits.
+    @inline(__always)
+    private func requestWakeupFromAnyThread() {
+        if eventThread.load(ordering: .relaxed) == pthread_self() { return }
+        requestWakeup()
     }
 
     private func loadNextFire(_ kind: DispatchClock.Kind) -> UInt64 {
@@ -162,6 +271,7 @@ final class EventLoop: @unchecked Sendable {
     private func run() -> Never {
         let capacity: Int32 = 64
         let events = UnsafeMutablePointer<gc_poll_event_t>.allocate(capacity: Int(capacity))
+        eventThread.store(pthread_self(), ordering: .relaxed)
         while true {
             let count = gc_poll_wait(poll, events, capacity, -1)
             if count < 0 {
@@ -185,15 +295,17 @@ final class EventLoop: @unchecked Sendable {
                                  generation: EventLoop.generation(of: events[i].data),
                                  events: events[i].events)
             }
+            var firedTimers = false
             while true {
                 deliverSyntheticReadiness()
-                serviceTimers()
-                if timerInbox.isEmpty && cancelInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty {
+                if serviceTimers() { firedTimers = true }
+                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty {
                     break
                 }
                 readClocks()
                 drainInboxes()
             }
+            if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
         }
     }
 
@@ -214,17 +326,45 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func drainInboxes() {
-        timerInbox.drain { node in
-            // A timer cancelled before it got here is dropped; its cancel entry finds it
-            // in no heap.
-            guard node.state.load(ordering: .relaxed) == TimerState.pending else { return }
-            if timerDescriptors[node.clock.rawValue] < 0 { createTimerDescriptor(node.clock) }
-            heaps[node.clock.rawValue].insert(node)
+        timerInbox.drain { node in apply(node) }
+        drainDescriptorInboxes()
+    }
+
+    /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the
+    /// request wants it there, out otherwise; a cancel also runs its completion.
+    private func apply(_ node: TimerNode) {
+        node.requestLock.lock()
+        let request = node.request
+        node.request.isQueued = false
+        if request.isCancelled {
+            // The completion is the event thread's to run, once.
+            node.request.completion = nil
+            node.request.completionContext = nil
         }
-        cancelInbox.drain { node in
+        node.requestLock.unlock()
+        if node.isRetired { return }
+        if node.isInHeap && (!request.wantsHeap || node.appliedArm != request.arm) {
             heaps[node.clock.rawValue].remove(node)
         }
-        drainDescriptorInboxes()
+        if request.isCancelled {
+            node.isRetired = true
+            request.completion?(request.completionContext)
+            return
+        }
+        if request.wantsHeap, !node.isInHeap, let clock = request.clock {
+            node.clock = clock
+            node.deadline = request.deadline
+            node.latest = request.latest
+            node.appliedArm = request.arm
+            let k = clock.rawValue
+            if timerDescriptors[k] < 0 {
+                createTimerDescriptor(clock)
+                heaps[k].insert(node)  // no reading of this clock yet
+            } else {
+                // Read before the inboxes were emptied, and what `serviceTimers` pops at.
+                heaps[k].insert(node, now: passInstants[k])
+            }
+        }
     }
 
     /// Reads every clock that has timers into `passInstants`.
@@ -235,20 +375,37 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Fires every timer due at the pass's clock readings, then arms each clock's timerfd
-    /// for its next latest instant. (A clock whose first timer arrived in this pass has
-    /// no reading yet: its timerfd is armed, and expires at once if the timer is due.)
-    private func serviceTimers() {
+    /// at its wakeup A (see `TimerHeap`). Returns whether a timer fired. (A clock whose
+    /// first timer arrived in this pass has no reading yet: its timerfd is armed, and
+    /// expires at once if the timer is due.)
+    private func serviceTimers() -> Bool {
+        var fired = false
         for kind in DispatchClock.Kind.allCases {
             let k = kind.rawValue
             if timerDescriptors[k] < 0 { continue }
-            if !heaps[k].isEmpty {
+            // Fire only at a wakeup: when the clock has reached the group's instant A. A pass
+            // that comes earlier (the inbox, a descriptor, or the timerfd of an instant that
+            // a newly arrived timer has since moved later) fires nothing: the due timers are
+            // in the group, and A is within each one's window. A timer that arrived already
+            // due makes `wakeupInstant()` that past deadline: it fires at once, with every
+            // due timer before it in deadline order.
+            if let wakeup = heaps[k].wakeupInstant(), wakeup <= passInstants[k] {
                 while let node = heaps[k].popDue(now: passInstants[k]) {
-                    let (won, _) = node.state.compareExchange(
-                        expected: TimerState.pending, desired: TimerState.fired, ordering: .acquiringAndReleasing)
-                    if won { node.fire(node.context) }
+                    // Fire only if the heap entry is the owner's latest word: with a
+                    // request waiting, applying it decides (and fires in this pass if the
+                    // request still wants it, since its deadline has passed).
+                    node.requestLock.lock()
+                    let commit = !node.request.isQueued
+                    if commit { node.request.firedArm = node.request.arm }
+                    node.requestLock.unlock()
+                    if commit {
+                        fired = true
+                        node.fire(node.context)
+                    }
                 }
             }
-            let target = heaps[k].earliestLatest ?? 0
+            // 0 disarms a timerfd: a due timer at instant 0 (NOW) is armed at 1, also past.
+            let target = heaps[k].wakeupInstant().map { max($0, 1) } ?? 0
             if target != armedInstants[k] {
                 let rc = gc_timerfd_arm(timerDescriptors[k], target, kind == .wall)
                 if rc != 0 { EventLoop.systemFailure("timerfd_settime", rc) }
@@ -256,6 +413,7 @@ final class EventLoop: @unchecked Sendable {
                 storeNextFire(kind, target == 0 ? UInt64.max : target)
             }
         }
+        return fired
     }
 
     private func createTimerDescriptor(_ kind: DispatchClock.Kind) {
@@ -294,19 +452,4 @@ final class EventLoop: @unchecked Sendable {
         line.withCString { gc_write_stderr($0) }
         abort()
     }
-}
-
-/// A scheduled timer, for `EventLoop.cancelTimer`.
-struct TimerToken: Sendable {
-    let node: TimerNode
-}
-
-enum TimerScheduleLink: EventLoopInboxLink {
-    static func next(of node: TimerNode) -> UnsafeMutableRawPointer? { node.scheduleLink }
-    static func setNext(of node: TimerNode, to next: UnsafeMutableRawPointer?) { node.scheduleLink = next }
-}
-
-enum TimerCancelLink: EventLoopInboxLink {
-    static func next(of node: TimerNode) -> UnsafeMutableRawPointer? { node.cancelLink }
-    static func setNext(of node: TimerNode, to next: UnsafeMutableRawPointer?) { node.cancelLink = next }
 }

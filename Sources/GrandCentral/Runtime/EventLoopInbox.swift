@@ -16,8 +16,8 @@ protocol EventLoopInboxLink {
 /// reverses it (so nodes come out in the order they were pushed: a thread that schedules
 /// two timers with the same deadline sees them fire in that order) and walks it. There is
 /// no ABA problem: nodes are only ever pushed, and only the consumer removes, all at once.
-/// A node is in a given inbox at most once at a time (callers guarantee it: a timer is
-/// scheduled once and cancelled once; a rearm is guarded by a flag). Rejected: a lock and
+/// A node is in a given inbox at most once at a time (callers guarantee it: a timer by its
+/// request's `isQueued` flag; a rearm by a flag). Rejected: a lock and
 /// an array (a lock on every `dispatch_after`, and an allocation when the array grows),
 /// and a Vyukov MPSC queue (FIFO for free, but its consumer can observe a producer halfway
 /// through a push and must spin; taking the whole stack never waits).

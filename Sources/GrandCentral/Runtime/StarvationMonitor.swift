@@ -2,40 +2,103 @@ import CGrandCentral
 import Glibc
 import Synchronization
 
-/// Notices work starving behind workers blocked where the library cannot see (read,
-/// usleep, a lock) and adds threads, up to the pool's limit.
+/// Watches for queued work that no thread is serving and adds threads, up to the pool's
+/// limit: the part of `ThreadPool`'s policy that needs eyes on the workers.
 ///
-/// The monitor thread sleeps until a producer finds no idle worker (`poke`). Then, every
-/// `tick`, while queued work is waiting and no worker is idle, it counts the workers that
-/// are *stuck*: busy with the same item for `stuckAfterTicks` ticks (their `itemsRun` has
-/// not moved) and not runnable according to the kernel (/proc/self/task/<tid>/stat, as
-/// libdispatch's Linux workqueue does once a second). If fewer than `activeCPUs` workers
-/// are not stuck, CPUs are going unused while work waits, so it starts the difference —
-/// or as many workers as are stuck, if that is more, so the pool doubles per round.
-/// Reading /proc costs a few microseconds per worker, so it happens only while
-/// starvation is plausible.
+/// When it watches. The monitor thread sleeps on a futex until a producer finds no idle
+/// worker and cannot start one (`poke`). Then it wakes every `tick` (1 ms) while work is
+/// queued and no worker is parked; after ten quiet ticks it goes back to sleep, so an idle
+/// process uses no CPU.
 ///
-/// A worker blocked in `futex` must stay blocked much longer (`stuckAfterTicksInFutex`,
-/// a second — libdispatch's own pace) before it counts: that is where threads queue for a
-/// lock (malloc's arena lock, under allocation-heavy load, convoys for hundreds of
-/// milliseconds: seen with 200,000 queues created on one thread and freed on others),
-/// and more threads only lengthen the queue. A futex wait that is really a wait for other
-/// work (a condition variable signalled by a queued item) still gets its thread, after
-/// that second. The library's own waits never get here: they announce themselves
-/// (BlockingRegion) and are replaced at once.
+/// What it watches, each tick, for every busy worker: whether it is on the same item as
+/// at the last sample (`itemsRun`), and how much CPU its thread used since then (its
+/// CPU-time clock, `pthread_getcpuclockid`: one system call, no file). A worker on the same
+/// item is *computing* if it used at least half a tick of CPU, and *stalled* if it used
+/// none; a worker stalled for `stalledSamplesToBlock` samples (two, so it has not run at
+/// all for at least a whole tick) is *genuinely blocked* unless the kernel lists it as
+/// runnable (/proc/self/task/<tid>/stat, read only for such workers and only while the
+/// answer is still needed) — runnable means it waits for a CPU, and a new thread would not
+/// help. A condition variable, a semaphore, a futex, `read`, `usleep`: blocked after two
+/// samples. A lock (a glibc mutex or any lowlevellock such as malloc's arena lock, a
+/// priority-inheritance mutex such as Swift's `Mutex`; told apart by the futex operation in
+/// /proc/self/task/<tid>/syscall) only after `lockStalledSamples` (~20 ms): see below.
+/// Workers in the library's own waits (`BlockingRegion`) are blocked after two samples
+/// whatever they wait on.
 ///
-/// Rejected alternatives: "no item completed for N ms" stalls when many workers sleep
-/// (completions keep trickling in from the sleepers, and the pool stops growing short of
-/// what the work needs); "not runnable right now" alone counts a worker that waits a
-/// microsecond for malloc's lock as blocked, and under allocation-heavy load the pool
-/// snowballs to its limit.
+/// What it adds, each tick (nothing while a thread it or a producer started has not yet
+/// looked for work — `ThreadPool.starting` — so one slow `pthread_create` is not answered
+/// twice):
+///
+/// 1. Overcommit: if items wait on the overcommit roots and none was taken from them for
+///    `stalledSamplesToBlock` samples, start one thread per worker that is computing or
+///    genuinely blocked, up to the number of waiting items. Each such worker holds its
+///    thread for long, and an overcommit item is owed a thread whenever none is idle; the
+///    pool at most doubles per round. 100 serial queues whose items wait on one condition
+///    variable get their 100 threads in a few tens of milliseconds (libdispatch: ~15 ms).
+///
+/// 2. Non-overcommit: if items wait on a non-overcommit root, count the non-overcommit
+///    workers that are not genuinely blocked (and workers between items) and start the
+///    difference to `activeCPUs`. A worker blocked on a global queue is replaced after two
+///    to three ticks; 200 items that each usleep 20 ms finish in ~0.1 s (libdispatch
+///    adds one thread a second: ~1.3 s).
+///
+/// Why this does not snowball (the reason the old monitor waited a whole second before it
+/// counted a worker blocked in `futex`). Under allocation-heavy load — 200,000 serial
+/// queues created on one thread and freed on workers (`bench` queue_cycle) — workers queue
+/// on malloc's arena lock. A waiter in such a convoy is woken each time the lock changes
+/// hands or it is its turn, so its CPU clock moves from tick to tick (a little: it counts
+/// neither as blocked nor as computing). The overcommit rule also needs the overcommit
+/// roots to have made no progress at all for two samples, which a convoy that hands the
+/// lock on does not do. Measured on 2 CPUs with a compiler loading both: queue_cycle ends
+/// with 4-6 workers (libdispatch: 255, its limit, and 6-10× slower); with one sample
+/// instead of two, one run in three grew to ~60. Locks that hand over in FIFO order (PI
+/// mutexes: Swift's `Mutex`) do not wake their waiters until their turn, and with a lock
+/// holder preempted by another process a glibc mutex's waiters can sleep several ticks
+/// too: 200,000 global-queue items that each take one mutex grew the pool to 50-90
+/// threads under a loaded machine when those waits counted after two samples. Hence the
+/// 20 ms for lock waits, and only while no worker progresses: under ThreadSanitizer every
+/// `static let` access in a debug build takes a global PI lock (`swift_once`'s slow
+/// path), and with a 20 ms rule alone the test suite's stress tests still convoyed the
+/// pool to its limit.
+///
+/// Rejected alternatives:
+/// - "Not runnable at two samples a tick apart" (the previous rule) counts a convoy
+///   waiter that happens to be asleep at both samples as blocked; under allocation-heavy
+///   load the pool snowballed to its limit. It needed a one-second exception for futex
+///   waits, which left condition-variable and mutex waits unreplaced for a second.
+/// - Never replacing workers that wait for a lock: a mutex held by a thread that waits
+///   for queued work would deadlock. The lock-wait test itself reads glibc's futex
+///   protocol (value 2 = locked with waiters); a wait it misjudges as a lock wait is only
+///   replaced later (20 ms), never not at all.
+/// - "No item completed for N ms": stalls when many workers sleep (completions keep
+///   trickling in from the sleepers, and the pool stops growing short of what the work
+///   needs).
+/// - The process's total CPU time against `activeCPUs`: another process's load makes our
+///   workers look blocked, and the pool grows exactly when the machine is busiest.
+/// - Starting an overcommit thread on every push that finds no idle worker: see
+///   `ThreadPool` (libdispatch reaches 255 threads on queue_cycle that way).
+///
+/// Cost: while it watches and work is waiting, one `clock_gettime` of a thread CPU clock
+/// per busy worker per tick, plus a /proc read per long-stalled one while its answer is
+/// needed; nothing per item on any hot path (one relaxed counter per push onto, and per
+/// pop from, an overcommit root).
 final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
-    /// A worker counts as stuck after this many ticks blocked on one item: shorter waits
-    /// (malloc's arena lock while its holder is preempted) resolve themselves.
-    let stuckAfterTicks = 2
-    let stuckAfterTicksInFutex = 1000
-    let futexSyscall = gc_futex_syscall_number()
+    /// Consecutive samples a tick apart with no progress before the monitor acts: a
+    /// worker with no CPU time on the same item, or overcommit roots with no pop. Two
+    /// (at least a full tick between them): with one, the pool grew to ~60 threads on
+    /// queue_cycle while a compiler loaded both CPUs (waiters on malloc's lock whose
+    /// holder was preempted for a tick looked blocked).
+    let stalledSamplesToBlock = 2
+    /// Samples a worker asleep waiting for a *lock* (a glibc mutex, malloc's arena lock, a
+    /// PI mutex such as Swift's `Mutex`: `gc_thread_in_lock_wait`) must stay so before it
+    /// counts as blocked: about 20 ms — and even then only in a tick in which no busy
+    /// worker made progress (finished an item or used CPU). A waiter in a convoy gets the
+    /// lock within that, or some worker (the holder) is getting somewhere; a mutex held by
+    /// a thread that waits for queued work leaves every worker stalled.
+    let lockStalledSamples = 20
+    /// Quiet ticks before the monitor goes back to sleep.
+    let quietTicksBeforeSleep = 10
     /// Futex word: 1 while the monitor sleeps waiting for a poke.
     private let parked: UnsafeMutablePointer<UInt32> = {
         let p = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
@@ -67,6 +130,8 @@ final class StarvationMonitor: @unchecked Sendable {
     fileprivate func run() {
         let pool = ThreadPool.shared
         var quietTicks = 0
+        var lastOvercommitPops = RootQueues.overcommitPops()
+        var unservedTicks = 0
         while true {
             // One tick: `parked` is 0 while the monitor is active, so this sleeps until the
             // timeout (FUTEX_WAIT returns at once only when the word differs).
@@ -74,7 +139,7 @@ final class StarvationMonitor: @unchecked Sendable {
             let starving = pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0
             if !starving {
                 quietTicks += 1
-                if quietTicks >= 10 {
+                if quietTicks >= quietTicksBeforeSleep {
                     // Sleep until a producer pokes us. Publishing `parked` and then looking
                     // for work, against a producer's push and then its look at `parked`, is
                     // a Dekker pair: both sides sequentially consistent.
@@ -85,43 +150,99 @@ final class StarvationMonitor: @unchecked Sendable {
                         gc_word_store(parked, 0)
                     }
                     quietTicks = 0
+                    lastOvercommitPops = RootQueues.overcommitPops()
                 }
                 continue
             }
             quietTicks = 0
+            let overcommitPops = RootQueues.overcommitPops()
+            unservedTicks = overcommitPops != lastOvercommitPops ? 0 : unservedTicks + 1
+            lastOvercommitPops = overcommitPops
             let threads = pool.threads.load(ordering: .relaxed)
             if threads >= pool.threadLimit { continue }
-            var progressing = 0
-            var stuck = 0
-            for worker in pool.snapshotWorkers() {
-                let run = worker.itemsRun.load(ordering: .relaxed)
-                let sameItem = run == worker.itemsSeenByMonitor
-                worker.itemsSeenByMonitor = run
-                // One looking for work, or one that finished an item since the last tick,
-                // or one the kernel says is runnable, is not stuck.
-                if !worker.busy.load(ordering: .relaxed) || !sameItem
-                    || gc_thread_is_runnable(worker.tid.load(ordering: .relaxed)) {
-                    worker.stuckTicks = 0
-                    progressing += 1
-                } else {
-                    worker.stuckTicks += 1
-                    var threshold = stuckAfterTicks
-                    if worker.stuckTicks >= stuckAfterTicks
-                        && gc_thread_blocked_syscall(worker.tid.load(ordering: .relaxed)) == futexSyscall {
-                        threshold = stuckAfterTicksInFutex
-                    }
-                    if worker.stuckTicks >= threshold { stuck += 1 } else { progressing += 1 }
-                }
+            if pool.starting.load(ordering: .relaxed) > 0 { continue }
+
+            let pending = RootQueues.overcommitPending()
+            let wantOvercommit = pending > 0 && unservedTicks >= stalledSamplesToBlock
+            let wantConstrained = RootQueues.constrainedHasWork()
+            if !wantOvercommit && !wantConstrained { continue }
+            let survey = surveyWorkers(pool, overcommitPending: wantOvercommit ? pending : 0)
+            var add = 0
+            if wantOvercommit { add += min(pending, survey.stuck) }
+            if wantConstrained { add += max(0, pool.activeCPUs - survey.constrainedRunning) }
+            for _ in 0..<add where !pool.startWorker() { break }
+        }
+    }
+
+    /// What the workers are doing since the last sample (see the type's comment).
+    struct Survey {
+        /// Workers on the same item as at the last sample that are computing (used at least
+        /// half a tick of CPU since) or genuinely blocked: each is a reason for one more
+        /// overcommit thread. Counted only up to the overcommit items waiting.
+        var stuck = 0
+        /// Workers looking for work, and workers on a non-overcommit item that are not
+        /// genuinely blocked: the non-overcommit roots' running threads. Counted only up
+        /// to `activeCPUs`.
+        var constrainedRunning = 0
+    }
+
+    private func surveyWorkers(_ pool: ThreadPool, overcommitPending: Int) -> Survey {
+        var survey = Survey()
+        /// Same item, no CPU used since the last sample: blocked or waiting for a CPU.
+        var stalled: [(worker: Worker, overcommit: Bool)] = []
+        /// Some busy worker finished an item or used CPU since the last sample: if workers
+        /// wait for a lock, its holder is getting somewhere (a convoy, not a deadlock).
+        var anyWorkerProgressed = false
+        for worker in pool.snapshotWorkers() {
+            if !worker.busy.load(ordering: .relaxed) {
+                survey.constrainedRunning += 1  // between items: it will take one
+                continue
             }
-            let missing = pool.activeCPUs - progressing
-            if missing > 0 {
-                // Grow by as many as are stuck (doubling): blocking work tends to come in
-                // bulk, and growing by a CPU's worth per round would take
-                // `threadLimit / activeCPUs` rounds to reach the limit.
-                let add = max(missing, stuck)
-                for _ in 0..<add where !pool.startWorker() { break }
+            let items = worker.itemsRun.load(ordering: .relaxed)
+            let cpu = worker.cpuTime()
+            let sameItem = items == worker.itemsSeenByMonitor
+            let cpuUsed = worker.cpuSeenByMonitor >= 0 && cpu >= 0 ? cpu - worker.cpuSeenByMonitor : -1
+            worker.itemsSeenByMonitor = items
+            worker.cpuSeenByMonitor = cpu
+            let overcommit = worker.servingOvercommit.load(ordering: .relaxed)
+            if !sameItem || cpuUsed != 0 {
+                worker.stalledSamplesByMonitor = 0
+                anyWorkerProgressed = true
+            }
+            if !sameItem || cpuUsed < 0 {
+                if !overcommit { survey.constrainedRunning += 1 }
+            } else if cpuUsed == 0 {
+                worker.stalledSamplesByMonitor += 1
+                if worker.stalledSamplesByMonitor >= stalledSamplesToBlock {
+                    stalled.append((worker, overcommit))
+                } else if !overcommit {
+                    survey.constrainedRunning += 1
+                }
+            } else {
+                // Ran during the tick on the same item: computing, or cycling through a
+                // lock convoy (little CPU): only the former holds its thread for long.
+                if cpuUsed >= tick / 2 { survey.stuck += 1 }
+                if !overcommit { survey.constrainedRunning += 1 }
             }
         }
+        for (worker, overcommit) in stalled {
+            let needStuck = survey.stuck < overcommitPending
+            let needRunning = !overcommit && survey.constrainedRunning < pool.activeCPUs
+            if !needStuck && !needRunning { continue }
+            // Off the CPU for a whole tick: runnable means it waits for a CPU (the machine is
+            // busy: a new thread would not help); otherwise it is blocked — unless it waits
+            // for a lock and has not waited `lockStalledSamples` yet (a convoy, see above).
+            let tid = worker.tid.load(ordering: .relaxed)
+            let waitingForLock = !worker.inBlockingRegion.load(ordering: .relaxed)
+                && (worker.stalledSamplesByMonitor < lockStalledSamples || anyWorkerProgressed)
+                && gc_thread_in_lock_wait(tid) != 0
+            if waitingForLock || gc_thread_is_runnable(tid) {
+                if !overcommit { survey.constrainedRunning += 1 }
+            } else {
+                survey.stuck += 1
+            }
+        }
+        return survey
     }
 }
 

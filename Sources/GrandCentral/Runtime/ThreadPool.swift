@@ -2,32 +2,79 @@ import CGrandCentral
 import Glibc
 import Synchronization
 
-/// The thread pool under the root queues.
+/// The thread pool under the root queues, and its policy: which roots get threads, how
+/// many, and when a thread is added or retired. (The starvation monitor, which carries
+/// out the part of the policy that needs watching, is in `StarvationMonitor.swift`.)
 ///
-/// Policy: keep as many workers *running* as the process has CPUs (`activeCPUs`, which
-/// respects affinity and the cgroup quota). A worker that finds no work spins briefly, then
-/// parks on `idleSemaphore`; a producer that pushes onto a root queue wakes a parked worker
-/// if there is one, or starts a thread if fewer than `activeCPUs` are running. Workers that
-/// block in the library's own waits say so (`workerWillBlock`), which frees their CPU slot
-/// at once. Blocking the library cannot see (read, usleep, a lock) is caught by the
-/// starvation monitor (`StarvationMonitor`). Threads never number more than `threadLimit`
-/// (64, or GRANDCENTRAL_THREAD_LIMIT), and a worker parked for `idleTimeout` exits.
+/// Roots. Two per QoS bucket (`RootQueues`): *overcommit* (serial queues, the main
+/// queue's target, `DISPATCH_QUEUE_OVERCOMMIT`) and *non-overcommit* (concurrent queues,
+/// `dispatch_get_global_queue(qos, 0)`). One pool of workers serves all twelve; a worker
+/// takes the highest-QoS item first, overcommit before non-overcommit within a bucket.
+///
+/// How many threads, as libdispatch promises:
+/// - Non-overcommit: about one *running* thread per CPU (`activeCPUs`, which respects
+///   affinity and the cgroup quota). A worker blocked in the library's own waits says so
+///   (`BlockingRegion` → `workerWillBlock`) and frees its CPU slot at once; a worker
+///   blocked where the library cannot see (read, usleep, a mutex, a condition variable) is
+///   noticed by the monitor within a couple of milliseconds and replaced.
+/// - Overcommit: an item waiting on an overcommit root gets a thread of its own within a
+///   few milliseconds whenever no worker is idle, even if every worker is busy computing
+///   or blocked. That is what lets 250 serial queues whose items wait for each other all
+///   run, as they do under libdispatch.
+/// - Never more than `threadLimit` workers: 255, libdispatch's limit, or the positive
+///   integer in the environment variable `GRANDCENTRAL_THREAD_LIMIT`, read once, when the
+///   library first needs a thread. At the limit, work waits in its queue for a worker to
+///   come free; it is never dropped.
+///
+/// When a thread is added:
+/// - A producer that makes a root non-empty (`workAvailable`), or a worker that takes an
+///   item and sees more behind it (`moreWorkQueued`), wakes a parked worker if there is
+///   one, else starts a thread if fewer than `activeCPUs` workers are running (not counted
+///   as blocked), else pokes the monitor.
+/// - The monitor, every millisecond while work waits and no worker is idle, starts
+///   threads for overcommit items when the overcommit roots have gone unserved for two
+///   samples, and replaces non-overcommit workers that are genuinely blocked (see `StarvationMonitor` for the
+///   rule and why it does not snowball under lock convoys).
+///
+/// When a thread is retired: a worker that finds no work spins briefly (`spinForWork`),
+/// then parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle
+/// process therefore ends with no workers and a sleeping monitor: no CPU at all.
+///
+/// Rejected: starting a thread on every push onto an overcommit root that finds no idle
+/// worker (libdispatch's Linux pthread pool). It is the most prompt, but a producer that
+/// creates 200,000 short-lived serial queues (each a push onto the overcommit root) then
+/// outruns the workers and every push starts a thread: libdispatch reaches its limit of 255
+/// threads on that benchmark (queue_cycle) and runs it 6-10× slower than GrandCentral with
+/// a handful, the threads convoying on malloc's arena lock. Waiting two monitor ticks for
+/// evidence that the overcommit roots are not being served costs a couple of milliseconds
+/// of promptness and keeps the pool at 4-6 threads there.
 ///
 /// Counters (all atomics, any thread):
-/// - `threads`: live workers; a starter increments before creating, a worker decrements on exit.
+/// - `threads`: live workers; a starter increments before creating, a worker decrements on
+///   exit. Relaxed: it is a count for decisions, never a publication of data; the limit is
+///   kept by the CAS in `startWorker`, which is a single-variable invariant.
+/// - `starting`: workers created that have not yet looked for work; incremented with
+///   `threads`, decremented by the worker when it first looks. The monitor adds nothing
+///   while a thread is on its way (relaxed: a heuristic, a stale value delays one tick).
 /// - `idle`: workers parked or committed to parking. A producer that takes a unit of `idle`
 ///   (CAS down) owes that worker one `idleSemaphore.signal()`; a worker that leaves idle on
 ///   its own (found work on its re-check, or timed out) takes its unit back the same way, and
 ///   if it cannot (a producer took it) it consumes the signal that is on its way.
-/// - `blocked`: workers inside a BlockingRegion.
+///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
+///   push-then-look-at-idle are a Dekker pair.
+/// - `blocked`: workers inside a BlockingRegion (relaxed; a count for decisions).
 final class ThreadPool: @unchecked Sendable {
     static let shared = ThreadPool()
+
+    /// libdispatch's process-wide limit on worker threads (DISPATCH_WORKQ_MAX_PTHREAD_COUNT).
+    static let defaultThreadLimit = 255
 
     let activeCPUs: Int
     let threadLimit: Int
     let idleTimeout: Int64 = 5_000_000_000
 
     let threads = Atomic<Int>(0)
+    let starting = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
     let idleSemaphore = FutexSemaphore(value: 0)
@@ -37,18 +84,28 @@ final class ThreadPool: @unchecked Sendable {
     private let workersLock = SpinLock()
     let monitor = StarvationMonitor()
 
+    /// `RootQueues.scanOrder`, copied here: a worker's loop (`findWork`, `hasWork` while it
+    /// spins) reads a stored field of the pool it holds instead of a lazy global, whose
+    /// accessor is a `swift_once` — under ThreadSanitizer always the slow path, a
+    /// priority-inheritance lock that 255 spinning workers convoyed on.
+    let scanOrder: UnsafeMutableBufferPointer<Unmanaged<RootQueue>>
+
     private init() {
+        scanOrder = RootQueues.scanOrder
         activeCPUs = Int(gc_active_cpu_count())
-        var limit = 64
-        if let raw = getenv("GRANDCENTRAL_THREAD_LIMIT"), let value = Int(String(cString: raw)), value > 0 {
-            limit = value
-        }
-        threadLimit = max(limit, 1)
+        threadLimit = ThreadPool.limitFromEnvironment()
+    }
+
+    /// `GRANDCENTRAL_THREAD_LIMIT` if it is a positive integer, else 255.
+    static func limitFromEnvironment() -> Int {
+        guard let raw = getenv("GRANDCENTRAL_THREAD_LIMIT"),
+              let value = Int(String(cString: raw)), value > 0 else { return defaultThreadLimit }
+        return value
     }
 
     // MARK: Producers
 
-    /// Called after every push onto a root queue.
+    /// Called when a push made a root queue non-empty.
     @inline(__always)
     func workAvailable() {
         var n = idle.load(ordering: .sequentiallyConsistent)
@@ -94,10 +151,12 @@ final class ThreadPool: @unchecked Sendable {
             if done { break }
             n = now
         }
+        starting.wrappingAdd(1, ordering: .relaxed)
         let worker = Worker(pool: self)
         let context = Unmanaged.passRetained(worker).toOpaque()
         if gc_thread_create(workerMain, context, "gc.worker") != 0 {
             Unmanaged<Worker>.fromOpaque(context).release()
+            starting.wrappingSubtract(1, ordering: .relaxed)
             threads.wrappingSubtract(1, ordering: .relaxed)
             return false
         }
@@ -110,18 +169,23 @@ final class ThreadPool: @unchecked Sendable {
     func unregister(_ worker: Worker) { workersLock.withLock { workers.removeAll { $0 === worker } } }
     func snapshotWorkers() -> [Worker] { workersLock.withLock { workers } }
 
-    /// Takes the next item, highest QoS first.
+    /// Takes the next item, highest QoS first, and tells `worker` which flavour of root
+    /// it came from.
     @inline(__always)
-    func findWork() -> Continuation? {
-        for queue in RootQueues.scanOrder {
-            if let node = queue._withUnsafeGuaranteedRef({ $0.popRoot() }) { return node }
+    func findWork(for worker: Worker) -> Continuation? {
+        for queue in scanOrder {
+            let (node, overcommit) = queue._withUnsafeGuaranteedRef { ($0.popRoot(), $0.overcommit) }
+            if let node {
+                worker.servingOvercommit.store(overcommit, ordering: .relaxed)
+                return node
+            }
         }
         return nil
     }
 
     @inline(__always)
     func hasWork() -> Bool {
-        for queue in RootQueues.scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
         return false
     }
 
@@ -129,37 +193,59 @@ final class ThreadPool: @unchecked Sendable {
 
     static func workerWillBlock(_ raw: UnsafeMutableRawPointer) {
         let pool = ThreadPool.shared
+        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.inBlockingRegion.store(true, ordering: .relaxed) }
         pool.blocked.wrappingAdd(1, ordering: .relaxed)
         // This worker's CPU is free while it waits: let queued work have it.
         if pool.hasWork() { pool.moreWorkQueued() }
     }
 
     static func workerDidUnblock(_ raw: UnsafeMutableRawPointer) {
+        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.inBlockingRegion.store(false, ordering: .relaxed) }
         ThreadPool.shared.blocked.wrappingSubtract(1, ordering: .relaxed)
     }
 }
 
-/// One pool thread. `busy`, `itemsRun` and `tid` are written by the worker and read by the
-/// monitor; `itemsSeenByMonitor` and `stuckTicks` belong to the monitor alone.
+/// One pool thread.
+///
+/// Written by the worker, read by the monitor (relaxed: the monitor samples them and
+/// compares with its previous sample; a stale value only delays a decision by a tick):
+/// `busy`, `servingOvercommit`, `inBlockingRegion`, `itemsRun`, `tid`, `cpuClock`. `tid` and `cpuClock` are
+/// stored before the worker registers, so the monitor (which finds workers through the
+/// registry's lock) sees them set.
+/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`.
 final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
+    let servingOvercommit = Atomic<Bool>(false)
+    /// Inside a BlockingRegion (the library's own waits).
+    let inBlockingRegion = Atomic<Bool>(false)
     let itemsRun = Atomic<UInt64>(0)
     let tid = Atomic<Int32>(0)
-    var itemsSeenByMonitor: UInt64 = 0
-    var stuckTicks = 0
+    /// The thread's CPU-time clock (pthread_getcpuclockid), for the monitor.
+    let cpuClock = Atomic<Int32>(0)
+    var itemsSeenByMonitor: UInt64 = .max
+    var cpuSeenByMonitor: Int64 = -1
+    var stalledSamplesByMonitor = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     func run() {
         tid.store(gc_thread_id(), ordering: .relaxed)
+        var clock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { cpuClock.store(clock, ordering: .relaxed) }
         pool.register(self)
         let thread = gc_thread_self()!
         thread.pointee.worker = Unmanaged.passUnretained(self).toOpaque()
         // Workers fill their caches by recycling before they ever allocate: make sure the
         // cache is freed when this thread exits after its idle timeout.
         gc_thread_register_cache_cleanup()
+        var first = true
         while true {
-            if let node = pool.findWork() {
+            let found = pool.findWork(for: self)
+            if first {
+                first = false
+                pool.starting.wrappingSubtract(1, ordering: .relaxed)
+            }
+            if let node = found {
                 busy.store(true, ordering: .relaxed)
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
@@ -178,6 +264,14 @@ final class Worker: @unchecked Sendable {
         pool.threads.wrappingSubtract(1, ordering: .relaxed)
         // A producer may have counted on us between our last look and our exit.
         if pool.hasWork() { pool.workAvailable() }
+    }
+
+    /// The CPU time this thread has used, in nanoseconds, or -1 if it cannot be read
+    /// (the thread has exited). Any thread may call it.
+    func cpuTime() -> Int64 {
+        var ts = timespec()
+        if clock_gettime(clockid_t(cpuClock.load(ordering: .relaxed)), &ts) != 0 { return -1 }
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
     /// About 5-10 µs of pause instructions: long enough to catch a producer that is

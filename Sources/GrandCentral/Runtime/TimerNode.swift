@@ -1,0 +1,184 @@
+import Glibc
+import Synchronization
+
+/// A timer of the event loop: what to call, and the arm (deadline, leeway) it should be
+/// in the heap with. One node serves a timer for its whole life: arming it again (a new
+/// deadline or leeway, a repeating timer's next fire), suspending, resuming and cancelling
+/// change this node, never allocate another.
+///
+/// Protocol. The owner (the thread that made the node: `dispatch_after`, later a timer
+/// source) never touches the heap. It writes what it wants into `request` under
+/// `requestLock`, and if the node is not already waiting in the event loop's timer inbox
+/// it pushes it there (`request.isQueued`). The event thread takes the inbox, copies each
+/// node's request under the lock, and makes the heap agree with it (`EventLoop.apply`).
+/// Requests coalesce: the event thread only ever sees the latest arm, so a source that
+/// re-arms a thousand times before the event thread looks costs one heap update.
+/// Rejected: one command object per request (an allocation per `dispatch_source_set_timer`
+/// and a queue of stale commands to replay), and lock-free fields without the lock (a
+/// deadline and its leeway are two words that must change together, and "fire" has to be
+/// decided against "cancel" and "re-arm" atomically; a lock held for a handful of stores,
+/// only ever contended by the owner against the event thread, is simpler than a seqlock
+/// and as fast uncontended).
+///
+/// Firing. When the node's deadline has passed, the event thread takes it out of the heap
+/// and, under the lock, fires it only if no request is waiting (`isQueued` is false: the
+/// heap entry is the owner's latest word). It records the fire (`firedArm`), releases
+/// the lock, and calls `fire(context)` on the event thread. A fired arm is spent: the node
+/// stays out of the heap until it is armed again. A fire that lost to a waiting request is
+/// not lost if the request still wants it: applying the request puts the node back, and
+/// its deadline has passed, so it fires in the same pass.
+///
+/// Cancelling is final. It is decided at once under the lock (`cancel` returns whether it
+/// prevented a fire: true means `fire` is never called again) and completed on the event
+/// thread: the node leaves the heap, then `completion(completionContext)` runs there. Every
+/// `fire` call happens on the event thread before the completion, so an owner that runs
+/// its cancel handler from the completion runs it after the last fire was delivered.
+///
+/// Lifetime: the owner's reference, the timer inbox (an unmanaged +1 while the node is
+/// linked there) and the heap (a strong reference while the node is in it) each keep the
+/// node alive.
+///
+/// Fields and who may touch them:
+/// - `fire`, `context`: immutable after init.
+/// - `requestLock`, `request`: `request` only under `requestLock`, by any thread.
+/// - `inboxLink`: the timer inbox's intrusive link. Written by the pushing thread before
+///   the compare-exchange that publishes the node, read by the event thread after the
+///   exchange that takes the list; those two atomics order the plain accesses. A node is
+///   in the inbox at most once (`request.isQueued`).
+/// - `clock`, `deadline`, `latest`, `appliedArm`, `sequence`, `deadlineSlot`,
+///   `isRetired`: the event thread only. The heap orders nodes by these; a
+///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
+///   arm is firing.
+final class TimerNode: @unchecked Sendable {
+    let fire: DispatchFunction
+    let context: UnsafeMutableRawPointer?
+
+    let requestLock = TimerRequestLock()
+    var request = TimerRequest()
+
+    var inboxLink: UnsafeMutableRawPointer?
+
+    /// The clock of the arm in the heap.
+    var clock: DispatchClock.Kind = .uptime
+    /// The instant the timer may fire, in nanoseconds on `clock`.
+    var deadline: UInt64 = 0
+    /// `deadline + leeway`, saturating at `DispatchClock.limit`: the instant it should
+    /// have fired by.
+    var latest: UInt64 = 0
+    /// The number (`TimerRequest.arm`) of the arm that `clock`, `deadline` and `latest`
+    /// describe.
+    var appliedArm: UInt64 = 0
+    /// Insertion order, breaking ties between equal deadlines (first armed, first fired).
+    var sequence: UInt64 = 0
+    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
+    var deadlineSlot = TimerNode.notInHeap
+    static let notInHeap = -1
+    static let inDueBatch = -2
+    /// In its clock's heap or due batch.
+    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
+    /// Set once the event thread has completed a cancel: the node is done.
+    var isRetired = false
+
+    init(fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
+        self.fire = fire
+        self.context = context
+    }
+
+    /// A node with its heap fields set, for tests of `TimerHeap` (which never looks at
+    /// `request`).
+    convenience init(clock: DispatchClock.Kind, deadline: UInt64, leeway: UInt64,
+                     fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
+        self.init(fire: fire, context: context)
+        self.clock = clock
+        self.deadline = deadline
+        self.latest = TimerNode.latest(deadline: deadline, leeway: leeway)
+    }
+
+    /// `deadline + leeway`, capped at `DispatchClock.limit` (below UInt64.max, which the
+    /// event loop reserves for "not armed").
+    static func latest(deadline: UInt64, leeway: UInt64) -> UInt64 {
+        let (sum, overflow) = deadline.addingReportingOverflow(leeway)
+        return overflow ? DispatchClock.limit : min(sum, DispatchClock.limit)
+    }
+}
+
+/// What the owner wants of its timer, and what the event thread has done with it. Guarded
+/// by the node's `requestLock`; a plain struct so that the event thread copies it in one go.
+struct TimerRequest {
+    /// The number of the latest arm; 0 before the first. Each `EventLoop.armTimer` adds 1.
+    var arm: UInt64 = 0
+    /// The arm's clock, or nil when it never fires (FOREVER).
+    var clock: DispatchClock.Kind? = nil
+    var deadline: UInt64 = 0
+    var latest: UInt64 = 0
+    /// False before the first arm and after `disarmTimer`.
+    var isArmed = false
+    /// Suspended: out of the heap, keeping its arm.
+    var isSuspended = false
+    /// Cancelled: final. The completion runs on the event thread.
+    var isCancelled = false
+    var completion: DispatchFunction? = nil
+    var completionContext: UnsafeMutableRawPointer? = nil
+    /// Written by the event thread when it commits to firing arm `firedArm`. The current
+    /// arm has fired when `firedArm == arm`.
+    var firedArm: UInt64 = 0
+    /// True while the node is in the event loop's timer inbox, waiting to be applied.
+    var isQueued = false
+
+    /// Whether the node belongs in the heap: armed for an instant, not suspended, not
+    /// cancelled, and that arm not fired yet.
+    var wantsHeap: Bool {
+        isArmed && clock != nil && !isSuspended && !isCancelled && firedArm != arm
+    }
+}
+
+/// The lock of a timer's request: a test-and-test-and-set spin lock that yields the CPU
+/// after a short spin. It is held for a few loads and stores, and only the owner and the
+/// event thread ever take it, so it is almost never contended; when it is, the holder is
+/// nearly done (the yield covers a holder that was preempted). Acquire on taking it and
+/// release on giving it back are what a lock needs: everything written under it
+/// happens-before whatever the next holder reads.
+struct TimerRequestLock: ~Copyable {
+    private let taken = Atomic<Bool>(false)
+
+    init() {}
+
+    @inline(__always)
+    func lock() {
+        if !taken.exchange(true, ordering: .acquiring) { return }
+        var spins = 0
+        while true {
+            while taken.load(ordering: .relaxed) {
+                spins += 1
+                if spins >= 64 {
+                    sched_yield()
+                    spins = 0
+                }
+            }
+            if !taken.exchange(true, ordering: .acquiring) { return }
+        }
+    }
+
+    @inline(__always)
+    func unlock() {
+        taken.store(false, ordering: .releasing)
+    }
+
+    @inline(__always)
+    func withLock<R>(_ body: () -> R) -> R {
+        lock()
+        defer { unlock() }
+        return body()
+    }
+}
+
+/// A one-shot timer scheduled with `EventLoop.scheduleTimer`, for `EventLoop.cancelTimer`.
+struct TimerToken: Sendable {
+    let node: TimerNode
+}
+
+/// The timer inbox's link field.
+enum TimerInboxLink: EventLoopInboxLink {
+    static func next(of node: TimerNode) -> UnsafeMutableRawPointer? { node.inboxLink }
+    static func setNext(of node: TimerNode, to next: UnsafeMutableRawPointer?) { node.inboxLink = next }
+}

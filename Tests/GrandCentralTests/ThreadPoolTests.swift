@@ -1,0 +1,125 @@
+// The thread pool's promises through the Swift API: serial queues (overcommit) get a thread
+// each whenever no worker is idle, so items that wait for each other all start; workers on
+// the global queue that block where the library cannot see are replaced. The C side, with
+// the thread limit and dispatch_queue_set_width, is ctests/pool.c.
+
+import Glibc
+import GrandCentral
+import XCTest
+
+/// A rendezvous on a pthread condition variable (which the library cannot see): each
+/// arriving item waits until `expected` have arrived, or gives up after `patience`.
+private final class Rendezvous: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var arrived = 0  // guarded by `mutex`
+    let expected: Int
+    let passed = Counter()
+    let gaveUp = Counter()
+
+    init(expected: Int) {
+        self.expected = expected
+        pthread_mutex_init(mutex, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        cond.deallocate()
+    }
+
+    func arrive() {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        deadline.tv_sec += Int(patience)
+        pthread_mutex_lock(mutex)
+        arrived += 1
+        if arrived >= expected { pthread_cond_broadcast(cond) }
+        var rc: Int32 = 0
+        while arrived < expected && rc != ETIMEDOUT { rc = pthread_cond_timedwait(cond, mutex, &deadline) }
+        let all = arrived >= expected
+        pthread_mutex_unlock(mutex)
+        _ = all ? passed.increment() : gaveUp.increment()
+    }
+
+    var finished: Int { passed.value + gaveUp.value }
+}
+
+final class ThreadPoolTests: XCTestCase {
+    func testTwoHundredSerialQueuesThatWaitForEachOtherAllStart() {
+        let n = 200
+        let rendezvous = Rendezvous(expected: n)
+        let queues = (0..<n).map { DispatchQueue(label: "test.pool.rendezvous\($0)") }
+        for queue in queues { queue.async { rendezvous.arrive() } }
+        XCTAssertTrue(eventually(within: patience + 10) { rendezvous.finished == n })
+        XCTAssertEqual(rendezvous.passed.value, n, "items on serial queues did not all run at once")
+    }
+
+    func testHundredSerialQueuesWaitingOnAConditionSignalledLast() {
+        let n = 100
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+        let signalled = Unprotected(false)  // guarded by `mutex`
+        let released = Counter()
+        let waiters = (0...n).map { DispatchQueue(label: "test.pool.signal\($0)") }
+        let pointers = Unprotected((mutex, cond))
+        for queue in waiters.dropLast() {
+            queue.async {
+                let (mutex, cond) = pointers.value
+                pthread_mutex_lock(mutex)
+                while !signalled.value { pthread_cond_wait(cond, mutex) }
+                pthread_mutex_unlock(mutex)
+                _ = released.increment()
+            }
+        }
+        waiters.last!.async {
+            let (mutex, cond) = pointers.value
+            pthread_mutex_lock(mutex)
+            signalled.value = true
+            pthread_cond_broadcast(cond)
+            pthread_mutex_unlock(mutex)
+        }
+        XCTAssertTrue(eventually(within: 10) { released.value == n }, "\(released.value) of \(n) released")
+        if released.value == n {
+            pthread_cond_destroy(cond)
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+            cond.deallocate()
+        }
+    }
+
+    func testGlobalQueueWorkersBlockedInReadAreReplaced() {
+        // As many blockers as could plausibly occupy every worker, then a probe behind them.
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        let readEnd = fds[0], writeEnd = fds[1]
+        let blockers = 8
+        let started = Counter()
+        let done = Counter()
+        let probe = Flag()
+        for _ in 0..<blockers {
+            DispatchQueue.global().async {
+                _ = started.increment()
+                var byte: UInt8 = 0
+                _ = read(readEnd, &byte, 1)
+                _ = done.increment()
+            }
+        }
+        DispatchQueue.global().async { probe.open() }
+        XCTAssertTrue(probe.wait(timeout: patience), "an item waited forever behind workers blocked in read")
+        XCTAssertTrue(eventually { started.value == blockers })
+        var bytes = [UInt8](repeating: 0, count: blockers)
+        XCTAssertEqual(write(writeEnd, &bytes, blockers), blockers)
+        XCTAssertTrue(eventually { done.value == blockers })
+        close(readEnd)
+        close(writeEnd)
+    }
+}

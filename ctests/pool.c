@@ -1,0 +1,406 @@
+// The thread pool's promises (libdispatch's contract):
+// - an item on an overcommit root (a serial queue's default target, or
+//   dispatch_get_global_queue(0, DISPATCH_QUEUE_OVERCOMMIT)) gets a thread whenever no
+//   worker is idle, even if every worker is blocked: 250 items that wait for each other
+//   all start;
+// - workers blocked where the library cannot see (condition variable, mutex, futex, read,
+//   sleep) are replaced, so work behind them runs;
+// - dispatch_queue_set_width(q, 3) runs 3 items at once;
+// - worker threads never number more than the limit (GRANDCENTRAL_THREAD_LIMIT), and at
+//   the limit work waits, it is not dropped.
+//
+// Each section runs in a fresh process (this program re-executes itself with the
+// section's name), so that threads one section created do not help the next, and so the
+// limit section can set GRANDCENTRAL_THREAD_LIMIT before the library's first use.
+#include "check.h"
+
+#include <dirent.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#ifndef DISPATCH_QUEUE_OVERCOMMIT
+#define DISPATCH_QUEUE_OVERCOMMIT 0x2ull
+#endif
+
+// MARK: - Helpers
+
+/// A rendezvous: each arriving item waits until `expected` have arrived (a pthread
+/// condition variable, which the library cannot see), or gives up after 30 s.
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    long arrived;
+    long expected;
+    atomic_long passed;    // items that saw everyone arrive
+    atomic_long gave_up;   // items that timed out waiting
+} rendezvous_t;
+
+static void rendezvous_init(rendezvous_t *r, long expected) {
+    pthread_mutex_init(&r->mutex, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    r->arrived = 0;
+    r->expected = expected;
+    atomic_store(&r->passed, 0);
+    atomic_store(&r->gave_up, 0);
+}
+
+static long rendezvous_arrived(rendezvous_t *r) {
+    pthread_mutex_lock(&r->mutex);
+    long n = r->arrived;
+    pthread_mutex_unlock(&r->mutex);
+    return n;
+}
+
+static void rendezvous_item(void *context) {
+    rendezvous_t *r = context;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 30;
+    pthread_mutex_lock(&r->mutex);
+    if (++r->arrived >= r->expected) pthread_cond_broadcast(&r->cond);
+    int rc = 0;
+    while (r->arrived < r->expected && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&r->cond, &r->mutex, &deadline);
+    bool all = r->arrived >= r->expected;
+    pthread_mutex_unlock(&r->mutex);
+    atomic_fetch_add(all ? &r->passed : &r->gave_up, 1);
+}
+
+/// Waits until every one of `n` rendezvous items has either passed or given up.
+static void rendezvous_expect_all(rendezvous_t *r, long n, const char *what) {
+    uint64_t deadline = now_ns() + 40ull * 1000000000ull;
+    while (atomic_load(&r->passed) + atomic_load(&r->gave_up) < n) {
+        CHECKF(now_ns() < deadline, "%s: %ld of %ld arrived, %ld passed", what, rendezvous_arrived(r), n,
+               atomic_load(&r->passed));
+        sleep_ms(1);
+    }
+    CHECKF(atomic_load(&r->passed) == n, "%s: only %ld of %ld items ran at once (%ld gave up)", what,
+           atomic_load(&r->passed), n, atomic_load(&r->gave_up));
+}
+
+/// How many of this process's threads are GrandCentral pool workers (named gc.worker).
+static long worker_threads(void) {
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) return -1;
+    long count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir))) {
+        if (entry->d_name[0] == '.') continue;
+        char path[300], name[32] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        if (n > 0 && strncmp(name, "gc.worker", 9) == 0) count++;
+    }
+    closedir(dir);
+    return count;
+}
+
+// MARK: - Sections
+
+enum { RENDEZVOUS_N = 250 };
+
+static void section_serial_rendezvous(void) {
+    check_section("250 serial queues whose items wait for each other all start");
+    static rendezvous_t r;
+    rendezvous_init(&r, RENDEZVOUS_N);
+    dispatch_queue_t queues[RENDEZVOUS_N];
+    for (int i = 0; i < RENDEZVOUS_N; i++) {
+        queues[i] = dispatch_queue_create("pool.rendezvous", DISPATCH_QUEUE_SERIAL);
+        dispatch_async_f(queues[i], &r, rendezvous_item);
+    }
+    rendezvous_expect_all(&r, RENDEZVOUS_N, "serial queues");
+#ifndef GC_REFERENCE_LIBDISPATCH
+    long workers = worker_threads();
+    CHECKF(workers <= 255, "%ld worker threads, above the limit of 255", workers);
+#endif
+    for (int i = 0; i < RENDEZVOUS_N; i++) dispatch_release(queues[i]);
+}
+
+static void section_global_overcommit_rendezvous(void) {
+    check_section("250 items on the overcommit global queue that wait for each other all start");
+    static rendezvous_t r;
+    rendezvous_init(&r, RENDEZVOUS_N);
+    dispatch_queue_t q = dispatch_get_global_queue(0, DISPATCH_QUEUE_OVERCOMMIT);
+    for (int i = 0; i < RENDEZVOUS_N; i++) dispatch_async_f(q, &r, rendezvous_item);
+    rendezvous_expect_all(&r, RENDEZVOUS_N, "overcommit global queue");
+}
+
+// 100 serial queues each wait on one condition variable; the item that signals it is
+// submitted last, on a 101st queue.
+static pthread_mutex_t signal_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t signal_cond = PTHREAD_COND_INITIALIZER;
+static bool signalled;
+static atomic_long signal_waiters_done;
+
+static void wait_for_signal(void *context) {
+    (void)context;
+    pthread_mutex_lock(&signal_mutex);
+    while (!signalled) pthread_cond_wait(&signal_cond, &signal_mutex);
+    pthread_mutex_unlock(&signal_mutex);
+    atomic_fetch_add(&signal_waiters_done, 1);
+}
+
+static void send_signal(void *context) {
+    (void)context;
+    pthread_mutex_lock(&signal_mutex);
+    signalled = true;
+    pthread_cond_broadcast(&signal_cond);
+    pthread_mutex_unlock(&signal_mutex);
+}
+
+static void section_signal_last(void) {
+    check_section("100 serial queues wait on a condition variable signalled by the last item");
+    enum { WAITERS = 100 };
+    dispatch_queue_t queues[WAITERS + 1];
+    uint64_t start = now_ns();
+    for (int i = 0; i <= WAITERS; i++) {
+        queues[i] = dispatch_queue_create("pool.signal", DISPATCH_QUEUE_SERIAL);
+        dispatch_async_f(queues[i], NULL, i < WAITERS ? wait_for_signal : send_signal);
+    }
+    WAIT_FOR_COUNT(&signal_waiters_done, WAITERS, 10.0);
+    printf("   all %d waiters released after %.1f ms\n", WAITERS, (double)(now_ns() - start) / 1e6);
+    for (int i = 0; i <= WAITERS; i++) dispatch_release(queues[i]);
+}
+
+static void section_width_three(void) {
+    check_section("dispatch_queue_set_width(q, 3) runs 3 items at once");
+    static rendezvous_t r;
+    rendezvous_init(&r, 3);
+    dispatch_queue_t q = dispatch_queue_create("pool.width3", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_set_width(q, 3);
+    uint64_t start = now_ns();
+    for (int i = 0; i < 3; i++) dispatch_async_f(q, &r, rendezvous_item);
+    rendezvous_expect_all(&r, 3, "width 3");
+    double ms = (double)(now_ns() - start) / 1e6;
+    printf("   3 ran at once after %.1f ms\n", ms);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    // GrandCentral replaces a blocked worker within milliseconds (libdispatch's Linux
+    // monitor looks once a second); half a second is a bound for a loaded machine.
+    CHECKF(ms < 500, "the third item waited %.1f ms for a thread", ms);
+#endif
+    dispatch_release(q);
+}
+
+// Non-overcommit (global) workers blocked in five different ways, none of which the
+// library can see; a probe item queued behind them must still run.
+static pthread_mutex_t held_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t futex_word;
+static int blocker_pipe[2];
+static atomic_int sleepers_release;
+static atomic_long blockers_started, blockers_done, probe_ran;
+
+static void block_on_cond(void *context) {
+    (void)context;
+    atomic_fetch_add(&blockers_started, 1);
+    pthread_mutex_lock(&signal_mutex);
+    while (!signalled) pthread_cond_wait(&signal_cond, &signal_mutex);
+    pthread_mutex_unlock(&signal_mutex);
+    atomic_fetch_add(&blockers_done, 1);
+}
+
+static void block_on_mutex(void *context) {
+    (void)context;
+    atomic_fetch_add(&blockers_started, 1);
+    pthread_mutex_lock(&held_mutex);
+    pthread_mutex_unlock(&held_mutex);
+    atomic_fetch_add(&blockers_done, 1);
+}
+
+static void block_on_futex(void *context) {
+    (void)context;
+    atomic_fetch_add(&blockers_started, 1);
+    while (__atomic_load_n(&futex_word, __ATOMIC_ACQUIRE) == 0)
+        syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    atomic_fetch_add(&blockers_done, 1);
+}
+
+static void block_on_read(void *context) {
+    (void)context;
+    atomic_fetch_add(&blockers_started, 1);
+    char byte;
+    while (read(blocker_pipe[0], &byte, 1) < 0 && errno == EINTR) {}
+    atomic_fetch_add(&blockers_done, 1);
+}
+
+static void block_in_sleep(void *context) {
+    (void)context;
+    atomic_fetch_add(&blockers_started, 1);
+    while (!atomic_load(&sleepers_release)) usleep(50000);
+    atomic_fetch_add(&blockers_done, 1);
+}
+
+static void probe(void *context) {
+    (void)context;
+    atomic_fetch_add(&probe_ran, 1);
+}
+
+static void section_blocked_workers_replaced(void) {
+    check_section("global-queue workers blocked in cond/mutex/futex/read/sleep are replaced");
+    CHECK(pipe(blocker_pipe) == 0);
+    pthread_mutex_lock(&held_mutex);
+    dispatch_function_t blockers[] = { block_on_cond, block_on_mutex, block_on_futex, block_on_read, block_in_sleep };
+    enum { KINDS = sizeof blockers / sizeof blockers[0] };
+    dispatch_queue_t q = dispatch_get_global_queue(0, 0);
+    uint64_t start = now_ns();
+    for (int i = 0; i < KINDS; i++) dispatch_async_f(q, NULL, blockers[i]);
+    dispatch_async_f(q, NULL, probe);
+    WAIT_FOR_COUNT(&blockers_started, KINDS, 20.0);
+    WAIT_FOR_COUNT(&probe_ran, 1, 20.0);
+    double ms = (double)(now_ns() - start) / 1e6;
+    printf("   all blocked and the probe ran after %.1f ms\n", ms);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    CHECKF(ms < 500, "the probe waited %.1f ms behind blocked workers", ms);
+#endif
+    // Release every blocker.
+    send_signal(NULL);
+    pthread_mutex_unlock(&held_mutex);
+    __atomic_store_n(&futex_word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    CHECK(write(blocker_pipe[1], "x", 1) == 1);
+    atomic_store(&sleepers_release, 1);
+    WAIT_FOR_COUNT(&blockers_done, KINDS, 10.0);
+}
+
+// With GRANDCENTRAL_THREAD_LIMIT=8 (set by the parent for this section): 8 items that
+// wait for each other and then for a gate all run; a 9th waits for a free worker, then runs.
+static pthread_mutex_t gate_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static atomic_long limit_done, ninth_ran, most_workers;
+
+static void limited_item(void *context) {
+    rendezvous_item(context);
+    long workers = worker_threads();
+    long most = atomic_load(&most_workers);
+    while (workers > most && !atomic_compare_exchange_weak(&most_workers, &most, workers)) {}
+    pthread_mutex_lock(&gate_mutex);
+    while (!gate_open) pthread_cond_wait(&gate_cond, &gate_mutex);
+    pthread_mutex_unlock(&gate_mutex);
+    atomic_fetch_add(&limit_done, 1);
+}
+
+static void ninth_item(void *context) {
+    (void)context;
+    atomic_fetch_add(&ninth_ran, 1);
+}
+
+static void section_thread_limit(void) {
+    check_section("GRANDCENTRAL_THREAD_LIMIT=8: 8 run at once, the 9th waits and then runs");
+    enum { LIMIT = 8 };
+    static rendezvous_t r;
+    rendezvous_init(&r, LIMIT);
+    dispatch_queue_t queues[LIMIT + 1];
+    for (int i = 0; i <= LIMIT; i++) queues[i] = dispatch_queue_create("pool.limit", DISPATCH_QUEUE_SERIAL);
+    for (int i = 0; i < LIMIT; i++) dispatch_async_f(queues[i], &r, limited_item);
+    uint64_t deadline = now_ns() + 20ull * 1000000000ull;
+    while (atomic_load(&r.passed) < LIMIT) {
+        CHECKF(atomic_load(&r.gave_up) == 0 && now_ns() < deadline, "only %ld of %d arrived",
+               rendezvous_arrived(&r), LIMIT);
+        sleep_ms(1);
+    }
+    dispatch_async_f(queues[LIMIT], NULL, ninth_item);
+    sleep_ms(200);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    // At the limit the 9th item waits: no 9th worker, and it has not run.
+    CHECKF(atomic_load(&ninth_ran) == 0, "the 9th item ran while %d workers were busy", LIMIT);
+    long workers = worker_threads();
+    CHECKF(workers <= LIMIT, "%ld worker threads with GRANDCENTRAL_THREAD_LIMIT=%d", workers, LIMIT);
+    CHECKF(atomic_load(&most_workers) <= LIMIT, "%ld worker threads seen", atomic_load(&most_workers));
+#endif
+    pthread_mutex_lock(&gate_mutex);
+    gate_open = true;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_mutex);
+    WAIT_FOR_COUNT(&ninth_ran, 1, 10.0);
+    WAIT_FOR_COUNT(&limit_done, LIMIT, 10.0);
+    for (int i = 0; i <= LIMIT; i++) dispatch_release(queues[i]);
+}
+
+// Allocation-heavy overcommit load must not snowball the pool: serial queues created on
+// this thread, each given one item and released (freed on a worker), as bench queue_cycle.
+// libdispatch grows to its limit of 255 threads here; GrandCentral keeps a handful. The
+// bound is generous (half the limit) so a loaded machine cannot make it flaky.
+static atomic_long cycle_ran, cycle_most_workers;
+
+static void cycle_item(void *context) {
+    (void)context;
+    long n = atomic_fetch_add(&cycle_ran, 1) + 1;
+    if (n % 1024 == 0) {
+        long workers = worker_threads();
+        long most = atomic_load(&cycle_most_workers);
+        while (workers > most && !atomic_compare_exchange_weak(&cycle_most_workers, &most, workers)) {}
+    }
+}
+
+static void section_no_snowball(void) {
+    check_section("100,000 queues created here and freed on workers: the pool stays small");
+    enum { CYCLES = 100000 };
+    for (long i = 0; i < CYCLES; i++) {
+        dispatch_queue_t q = dispatch_queue_create("pool.cycle", DISPATCH_QUEUE_SERIAL);
+        dispatch_async_f(q, NULL, cycle_item);
+        dispatch_release(q);
+    }
+    WAIT_FOR_COUNT(&cycle_ran, CYCLES, 40.0);
+    long workers = worker_threads();
+    if (workers > atomic_load(&cycle_most_workers)) atomic_store(&cycle_most_workers, workers);
+    printf("   at most %ld worker threads seen\n", atomic_load(&cycle_most_workers));
+#ifndef GC_REFERENCE_LIBDISPATCH
+    CHECKF(atomic_load(&cycle_most_workers) <= 128, "the pool snowballed to %ld workers",
+           atomic_load(&cycle_most_workers));
+#endif
+}
+
+// MARK: - Driver
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+    const char *thread_limit;   // GRANDCENTRAL_THREAD_LIMIT for the section's process, or NULL
+} sections[] = {
+    {"serial-rendezvous", section_serial_rendezvous, NULL},
+    {"global-overcommit-rendezvous", section_global_overcommit_rendezvous, NULL},
+    {"signal-last", section_signal_last, NULL},
+    {"width-three", section_width_three, NULL},
+    {"blocked-workers", section_blocked_workers_replaced, NULL},
+    {"thread-limit", section_thread_limit, "8"},
+    {"no-snowball", section_no_snowball, NULL},
+};
+enum { SECTION_COUNT = sizeof sections / sizeof sections[0] };
+
+int main(int argc, char **argv) {
+    if (argc == 2) {
+        for (int i = 0; i < SECTION_COUNT; i++) {
+            if (strcmp(argv[1], sections[i].name) != 0) continue;
+            check_start("pool", 50);
+            sections[i].run();
+            fflush(stdout);
+            _exit(0);   // workers may still be parked
+        }
+        fprintf(stderr, "pool: no section %s\n", argv[1]);
+        return 64;
+    }
+    check_start("pool", 55 * SECTION_COUNT);
+    for (int i = 0; i < SECTION_COUNT; i++) {
+        check_section(sections[i].name);
+        pid_t child = fork();
+        CHECK(child >= 0);
+        if (child == 0) {
+            if (sections[i].thread_limit) setenv("GRANDCENTRAL_THREAD_LIMIT", sections[i].thread_limit, 1);
+            else unsetenv("GRANDCENTRAL_THREAD_LIMIT");
+            execl("/proc/self/exe", argv[0], sections[i].name, (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "section %s failed (status 0x%x)", sections[i].name,
+               (unsigned)status);
+    }
+    check_pass();
+    return 0;
+}

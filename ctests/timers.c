@@ -1,0 +1,179 @@
+// Timer policy: a timer never fires early, a timer with nothing to coalesce with fires at
+// its deadline whatever its leeway (dispatch_after's default leeway is a tenth of the
+// delay), leeway only lets nearby timers share a wakeup, DISPATCH_TIME_FOREVER never
+// fires, and under load (100,000 timers within 50 ms onto a few queues) every timer
+// fires exactly once and none early. Lateness bounds are generous; "never early" is strict.
+#include "check.h"
+
+// MARK: - A lone timer fires at its deadline
+
+typedef struct {
+    uint64_t deadline;          // CLOCK_MONOTONIC nanoseconds
+    _Atomic uint64_t fired;     // when it ran, 0 before
+} lone_probe_t;
+
+static void lone_fired(void *context) {
+    lone_probe_t *probe = context;
+    atomic_store(&probe->fired, now_ns());
+}
+
+static atomic_long forever_fired;
+static void forever_fire(void *context) {
+    (void)context;
+    atomic_fetch_add(&forever_fired, 1);
+}
+
+static void check_lone(const char *what, lone_probe_t *probe) {
+    uint64_t fired = atomic_load(&probe->fired);
+    long long late_us = ((long long)fired - (long long)probe->deadline) / 1000;
+    printf("   %s: fired %lld us after its deadline\n", what, late_us);
+    CHECKF(fired >= probe->deadline, "%s fired %lld us early", what, -late_us);
+    // The old policy armed at deadline + leeway: 2.2 s.
+    CHECKF(fired < probe->deadline + 100 * NSEC_PER_MSEC, "%s fired %lld us late: its leeway delayed it", what,
+           late_us);
+}
+
+static void lone_timer_and_forever(void) {
+    check_section("a lone 2 s dispatch_after fires in [2 s, 2.1 s); DISPATCH_TIME_FOREVER never fires");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.timers.lone", NULL);
+    atomic_store(&forever_fired, 0);
+    dispatch_after_f(DISPATCH_TIME_FOREVER, queue, NULL, forever_fire);
+    dispatch_after_f(DISPATCH_TIME_FOREVER, dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), NULL, forever_fire);
+
+    static lone_probe_t probe;
+    probe.deadline = now_ns() + 2 * NSEC_PER_SEC;
+    atomic_store(&probe.fired, 0);
+    dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 2 * (int64_t)NSEC_PER_SEC), queue, &probe, lone_fired);
+#ifdef __BLOCKS__
+    // The block form, at the same time (a different queue; both fire near 2 s).
+    dispatch_queue_t block_queue = dispatch_queue_create("com.grandcentral.tests.timers.lone-block", NULL);
+    static lone_probe_t block_probe;
+    block_probe.deadline = now_ns() + 2 * NSEC_PER_SEC;
+    atomic_store(&block_probe.fired, 0);
+    lone_probe_t *bp = &block_probe;
+    dispatch_after(dispatch_time(DISPATCH_TIME_NOW, 2 * (int64_t)NSEC_PER_SEC), block_queue, ^{
+        atomic_store(&bp->fired, now_ns());
+    });
+    __block atomic_long block_forever = 0;
+    dispatch_after(DISPATCH_TIME_FOREVER, block_queue, ^{ atomic_fetch_add(&block_forever, 1); });
+#endif
+    uint64_t give_up = now_ns() + 10 * NSEC_PER_SEC;
+    while (atomic_load(&probe.fired) == 0 && now_ns() < give_up) sleep_ms(1);
+#ifdef __BLOCKS__
+    while (atomic_load(&block_probe.fired) == 0 && now_ns() < give_up) sleep_ms(1);
+#endif
+    CHECKF(atomic_load(&probe.fired) != 0, "the 2 s timer did not fire within 10 s");
+    check_lone("dispatch_after_f, 2 s", &probe);
+#ifdef __BLOCKS__
+    CHECKF(atomic_load(&block_probe.fired) != 0, "the 2 s block timer did not fire within 10 s");
+    check_lone("dispatch_after (block), 2 s", &block_probe);
+#endif
+    sleep_ms(100);
+    CHECK_EQ(atomic_load(&forever_fired), 0);
+#ifdef __BLOCKS__
+    CHECK_EQ(atomic_load(&block_forever), 0);
+    dispatch_release(block_queue);
+#endif
+    dispatch_release(queue);
+}
+
+// MARK: - Ten nearby timers
+
+typedef struct {
+    uint64_t deadline;
+    uint64_t fired;
+} near_probe_t;
+
+static atomic_long near_count;
+static void near_fired(void *context) {
+    near_probe_t *probe = context;
+    probe->fired = now_ns();
+    atomic_fetch_add(&near_count, 1);
+}
+
+static void ten_nearby(void) {
+    check_section("ten dispatch_afters at 100…109 ms (10 ms leeway): none early, all arrive, close together");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.timers.near", NULL);
+    static near_probe_t probes[10];
+    atomic_store(&near_count, 0);
+    uint64_t base = now_ns();
+    dispatch_time_t when = dispatch_time(DISPATCH_TIME_NOW, 0);
+    for (int i = 0; i < 10; i++) {
+        int64_t offset = (100 + i) * (int64_t)NSEC_PER_MSEC;
+        probes[i] = (near_probe_t){ .deadline = base + (uint64_t)offset };
+        dispatch_after_f(dispatch_time(when, offset), queue, &probes[i], near_fired);
+    }
+    WAIT_FOR_COUNT(&near_count, 10, 10);
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int i = 0; i < 10; i++) {
+        CHECKF(probes[i].fired >= probes[i].deadline, "timer %d fired %lld us early", i,
+               (long long)(probes[i].deadline - probes[i].fired) / 1000);
+        if (probes[i].fired < first) first = probes[i].fired;
+        if (probes[i].fired > last) last = probes[i].fired;
+    }
+    printf("   first fired %lld us after 100 ms, last %lld us after 109 ms\n",
+           (long long)(first - probes[0].deadline) / 1000, (long long)(last - probes[9].deadline) / 1000);
+    dispatch_release(queue);
+}
+
+// MARK: - 100,000 timers within 50 ms
+
+enum { MANY = 100000, MANY_QUEUES = 4 };
+
+typedef struct {
+    uint64_t deadline;
+    atomic_int runs;
+    atomic_int early;
+} many_probe_t;
+
+static many_probe_t many_probes[MANY];
+static atomic_long many_count;
+
+static void many_fired(void *context) {
+    many_probe_t *probe = context;
+    if (now_ns() < probe->deadline) atomic_fetch_add(&probe->early, 1);
+    atomic_fetch_add(&probe->runs, 1);
+    atomic_fetch_add(&many_count, 1);
+}
+
+static void hundred_thousand(void) {
+    check_section("100,000 dispatch_afters at random deadlines within 50 ms onto 4 queues: each fires once, none early");
+    dispatch_queue_t queues[MANY_QUEUES];
+    for (int q = 0; q < MANY_QUEUES; q++) {
+        queues[q] = dispatch_queue_create("com.grandcentral.tests.timers.many", NULL);
+    }
+    atomic_store(&many_count, 0);
+    uint32_t seed = 2463534242u;
+    for (int i = 0; i < MANY; i++) {
+        seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;
+        int64_t delay = (int64_t)(seed % (50 * NSEC_PER_MSEC));
+        // The deadline as dispatch_time computes it: read the clock first, so the probe's
+        // deadline is never later than the timer's.
+        many_probes[i].deadline = now_ns() + (uint64_t)delay;
+        atomic_store(&many_probes[i].runs, 0);
+        atomic_store(&many_probes[i].early, 0);
+        dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, delay), queues[i % MANY_QUEUES], &many_probes[i], many_fired);
+    }
+    WAIT_FOR_COUNT(&many_count, MANY, 30);
+    sleep_ms(100);
+    CHECK_EQ(atomic_load(&many_count), MANY);
+    long twice = 0, never = 0, early = 0;
+    for (int i = 0; i < MANY; i++) {
+        int runs = atomic_load(&many_probes[i].runs);
+        if (runs == 0) never++;
+        if (runs > 1) twice++;
+        early += atomic_load(&many_probes[i].early);
+    }
+    CHECKF(never == 0 && twice == 0, "%ld timers never fired, %ld fired more than once", never, twice);
+    CHECKF(early == 0, "%ld timers fired early", early);
+    for (int q = 0; q < MANY_QUEUES; q++) dispatch_release(queues[q]);
+}
+
+int main(void) {
+    check_start("timers", 50);
+    ten_nearby();
+    lone_timer_and_forever();
+    hundred_thousand();
+    check_pass();
+    return 0;
+}
