@@ -69,14 +69,15 @@ static void after_barrier(void) {
     reset();
     dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.after-barrier", DISPATCH_QUEUE_CONCURRENT);
     dispatch_group_t followers = dispatch_group_create();
-    dispatch_block_t plain = make_plain_item(250);
+    dispatch_block_t plain = make_plain_item(1500);
     for (int i = 0; i < 4; i++) dispatch_async(queue, plain);
     // Due while the plain items still run: the barrier waits for them.
     dispatch_block_t barrier = make_barrier_item();
     dispatch_after(dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_MSEC), queue, barrier);
-    // By now the timer has fired (with a wide margin for a loaded machine) and the barrier
-    // is enqueued behind the plain items, which are still running: what comes next waits.
-    sleep_ms(120);
+    // By now the 10 ms timer has fired (the margin is for a heavily loaded machine: CI
+    // failed once with 120 ms) and the barrier is enqueued behind the plain items, which
+    // are still running: what comes next waits.
+    sleep_ms(500);
     submit_followers(queue, followers, 1, 8);
     CHECK_EQ(dispatch_block_wait(barrier, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_SEC)), 0);
     CHECK_EQ(dispatch_group_wait(followers, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_SEC)), 0);
