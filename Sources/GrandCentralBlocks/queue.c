@@ -57,6 +57,9 @@ void dispatch_barrier_async_and_wait(dispatch_queue_t queue, dispatch_block_t bl
 void dispatch_after(dispatch_time_t when, dispatch_queue_t queue, dispatch_block_t block)
 {
 	gc_check_queue_and_block(queue, block, "dispatch_after");
+	// The engine drops a FOREVER deadline (it never fires): a copy made for it would never
+	// be released. libdispatch returns before copying too.
+	if (when == DISPATCH_TIME_FOREVER) return;
 	void *context = gc_block_copy(block, "dispatch_after");
 	gc_after_flags_f(when, queue, context, gc_block_invoke_and_release,
 			gc_block_submit_flags(block));
