@@ -4,6 +4,8 @@ extension DispatchQueue {
     /// Submits `work` to run on this queue at `deadline` (uptime clock), never earlier.
     public func asyncAfter(deadline: DispatchTime, qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [],
                            execute work: @escaping @Sendable () -> Void) {
+        // Never (distantFuture): nothing to retain, as libdispatch.
+        if deadline.rawValue == ~0 { return }
         after(deadline.rawValue, closureBoxTrampoline, ClosureBox.retainedContext(work),
               flags.contains(.barrier) ? .barrier : [])
     }
@@ -11,18 +13,24 @@ extension DispatchQueue {
     /// Submits `work` to run on this queue at `wallDeadline` (wall clock), never earlier.
     public func asyncAfter(wallDeadline: DispatchWallTime, qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [],
                            execute work: @escaping @Sendable () -> Void) {
+        // Never (distantFuture): nothing to retain, as libdispatch.
+        if wallDeadline.rawValue == ~0 { return }
         after(wallDeadline.rawValue, closureBoxTrampoline, ClosureBox.retainedContext(work),
               flags.contains(.barrier) ? .barrier : [])
     }
 
     /// Submits `workItem` to run on this queue at `deadline` (uptime clock).
     public func asyncAfter(deadline: DispatchTime, execute workItem: DispatchWorkItem) {
+        // Never (distantFuture): nothing to retain, as libdispatch.
+        if deadline.rawValue == ~0 { return }
         after(deadline.rawValue, workItemTrampoline, Unmanaged.passRetained(workItem).toOpaque(),
               workItem.flags.contains(.barrier) ? .barrier : [])
     }
 
     /// Submits `workItem` to run on this queue at `wallDeadline` (wall clock).
     public func asyncAfter(wallDeadline: DispatchWallTime, execute workItem: DispatchWorkItem) {
+        // Never (distantFuture): nothing to retain, as libdispatch.
+        if wallDeadline.rawValue == ~0 { return }
         after(wallDeadline.rawValue, workItemTrampoline, Unmanaged.passRetained(workItem).toOpaque(),
               workItem.flags.contains(.barrier) ? .barrier : [])
     }
