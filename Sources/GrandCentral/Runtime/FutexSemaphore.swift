@@ -9,7 +9,11 @@ import Synchronization
 /// through `grants`, the futex word, even when it happens before the waiter sleeps; a
 /// waiter that times out either takes its unit of `value` back or, if a signal already
 /// granted it a wakeup, consumes that grant instead, so no signal is lost or counted twice.
-final class FutexSemaphore: @unchecked Sendable {
+///
+/// A non-copyable struct, so that its counter lives inline in its owner (a
+/// `DispatchSemaphore`, the pool): the uncontended signal and wait touch the owner's own
+/// memory, with no pointer to chase to a second object.
+struct FutexSemaphore: ~Copyable, @unchecked Sendable {
     let value: Atomic<Int>
     /// Wakeups granted to waiters and not yet consumed; the futex word (own allocation,
     /// so its address is stable). Touched only through gc_word_* atomics.
