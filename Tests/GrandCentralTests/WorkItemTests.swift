@@ -165,4 +165,33 @@ final class WorkItemTests: XCTestCase {
         }
         XCTAssertEqual(done.value, 200)
     }
+
+    func testBarrierNotifyRunsAloneOnAConcurrentQueue() {
+        let queue = DispatchQueue(label: "test.workitem.notify.barrier", attributes: .concurrent)
+        let probe = ConcurrencyProbe()
+        let violations = Counter()
+        let barriersDone = Counter()
+        let gate = Flag()
+        let item = DispatchWorkItem { _ = gate.wait() }
+        for _ in 0..<4 {
+            queue.async { probe.measure(spinMicroseconds: 20_000) }
+        }
+        item.notify(flags: .barrier, queue: queue) {
+            if probe.current != 0 { _ = violations.increment() }
+            sleep(milliseconds: 10)
+            if probe.current != 0 { _ = violations.increment() }
+            _ = barriersDone.increment()
+        }
+        item.notify(queue: queue, execute: DispatchWorkItem(flags: .barrier) {
+            if probe.current != 0 { _ = violations.increment() }
+            _ = barriersDone.increment()
+        })
+        DispatchQueue.global().async(execute: item)
+        // The notifications are submitted while plain items run: only as barriers do they wait.
+        XCTAssertTrue(eventually { probe.current > 0 })
+        gate.open()
+        XCTAssertTrue(eventually { barriersDone.value == 2 })
+        queue.sync(flags: .barrier) {}
+        XCTAssertEqual(violations.value, 0, "a barrier notification overlapped other items")
+    }
 }

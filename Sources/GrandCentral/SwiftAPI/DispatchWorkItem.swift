@@ -45,12 +45,14 @@ public final class DispatchWorkItem: @unchecked Sendable {
     /// Runs `execute` on `queue` when the item has finished.
     public func notify(qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [], queue: DispatchQueue,
                        execute: @escaping () -> Void) {
-        completion.notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(execute))
+        completion.notify(queue: queue, function: closureBoxTrampoline, context: ClosureBox.retainedContext(execute),
+                          flags: flags.contains(.barrier) ? .barrier : [])
     }
 
     /// Runs `workItem` on `queue` when this item has finished.
     public func notify(queue: DispatchQueue, execute workItem: DispatchWorkItem) {
-        completion.notify(queue: queue, function: workItemTrampoline, context: Unmanaged.passRetained(workItem).toOpaque())
+        completion.notify(queue: queue, function: workItemTrampoline, context: Unmanaged.passRetained(workItem).toOpaque(),
+                          flags: workItem.flags.contains(.barrier) ? .barrier : [])
     }
 
     /// Keeps the item from starting if it has not yet; a running item is not interrupted.
