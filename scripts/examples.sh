@@ -73,15 +73,7 @@ programs=(
     "pipeline_blocks|$out/pipeline_blocks|the same pipeline written with blocks (clang -fblocks), the way GCD code usually reads"
     "cmake-consumer|$out/cmake-consumer/cmake_consumer|a CMake project that links GrandCentral::grandcentral via find_package(GrandCentral)"
 )
-for entry in "${programs[@]}"; do
-    IFS='|' read -r name path what <<<"$entry"
-    if [ "$mode" = run ]; then
-        echo
-        echo "== $name: $what"
-    fi
-    timeout 60 "$path" || die "$name exited with status $?"
-done
-for entry in "${swift_programs[@]}"; do
+for entry in "${programs[@]}" "${swift_programs[@]}"; do
     IFS='|' read -r name path what <<<"$entry"
     if [ "$mode" = run ]; then
         echo
