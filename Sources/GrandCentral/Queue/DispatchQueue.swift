@@ -30,9 +30,15 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     let role: Role
     let state: Atomic<UInt64>
     let items = ContinuationList()
-    /// Concurrent queues: the item the drain owner took but could not start yet (a barrier
-    /// waiting for in-flight items, or any item when the width is used up). Written by the
-    /// drain owner before it sets DRAIN_WAITING; read by whoever owns the drain next.
+    /// An item taken off `items` but not started yet, which the next drain must take before
+    /// the list's head. Concurrent queues: the head a drain could not start (a barrier
+    /// waiting for in-flight items, or any item when the width is used up), written by the
+    /// drain owner before it sets DRAIN_WAITING. Serial queues: the item a releasing sync
+    /// caller popped while looking for a waiting sync caller to hand the queue to
+    /// (`syncRelease`), or a width waiter met by a serial drain that switches to concurrent
+    /// mode. Only the holder of the drain lock (ENQUEUED) writes it or takes the item, and
+    /// it is non-zero only while the lock is held, so the lock's hand-over orders those
+    /// accesses; `wakeup`, `tryUnlockDrain` and the sync fast path only test it for zero.
     let pendingHead = Atomic<UInt>(0)
     /// How many items may run at once: 1 for serial queues. Changed only by a barrier
     /// (`setWidth`), so it never changes with items in flight.

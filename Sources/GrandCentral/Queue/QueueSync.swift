@@ -157,20 +157,13 @@ extension DispatchQueue {
     /// `dispatch_sync_f` / `dispatch_barrier_sync_f` / `…_async_and_wait_f`.
     final func sync(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                     barrier: Bool, caller: StaticString) {
-        if role == .root {
-            // A root queue has no drain to take: run inline, as libdispatch does, with the
-            // root queue as the current queue.
-            HeldQueues.entering(self, exclusive: false) { function(context) }
+        // The common case: a root queue (no drain to take: run inline, as libdispatch does,
+        // with the root queue as the current queue), or one idle queue above a root queue.
+        let taken = syncInlineAcquire(barrier: barrier)
+        if taken != .none {
+            HeldQueues.entering(self, exclusive: taken == .exclusive) { function(context) }
+            syncInlineRelease(taken)
             return
-        }
-        if role != .main, let target = unmanagedTarget, target._withUnsafeGuaranteedRef({ $0.role == .root }) {
-            // The common case: one idle queue above a root queue.
-            let exclusive = barrier || isSerial
-            if trySyncAcquire(exclusive: exclusive) {
-                HeldQueues.entering(self, exclusive: exclusive) { function(context) }
-                syncRelease(exclusive: exclusive)
-                return
-            }
         }
         syncSlow(function, context, barrier: barrier, caller: caller)
     }
@@ -187,10 +180,11 @@ extension DispatchQueue {
         case exclusive
     }
 
-    /// The fast path of `sync(_:_:barrier:caller:)` for the Swift API, which runs the closure
-    /// itself in its own frame (no function-and-context conversion, no allocation, no generic
-    /// helper) when this is a root queue, or an idle queue directly above one that it can
-    /// take at once. The caller gives the queue back with `syncInlineRelease`.
+    /// The fast path of every sync: takes this queue when it is a root queue, or an idle
+    /// queue directly above one that it can take at once. The C entry points then call the
+    /// function; the Swift API runs its closure in its own frame (no function-and-context
+    /// conversion, no allocation, no generic helper). The caller gives the queue back with
+    /// `syncInlineRelease`.
     @inline(__always)
     final func syncInlineAcquire(barrier: Bool) -> SyncInline {
         if role == .root { return .root }
