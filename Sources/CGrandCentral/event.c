@@ -1,8 +1,14 @@
 // The event thread's OS calls: epoll, timerfd, eventfd (see CGrandCentralEvent.h).
+#define _GNU_SOURCE 1  // F_GETPIPE_SZ
 #include "CGrandCentralEvent.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -108,4 +114,39 @@ int gc_timerfd_drain(int fd) {
 
 int gc_descriptor_close(int fd) {
     return close(fd) < 0 ? -errno : 0;
+}
+
+uint64_t gc_descriptor_readable_bytes(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t position = lseek(fd, 0, SEEK_CUR);
+        if (position < 0 || position >= st.st_size) return 0;
+        return (uint64_t)(st.st_size - position);
+    }
+    int available = 0;
+    if (ioctl(fd, FIONREAD, &available) == 0 && available > 0) return (uint64_t)available;
+    return 0;
+}
+
+uint64_t gc_descriptor_writable_bytes(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 1;
+    if (S_ISFIFO(st.st_mode)) {
+        int capacity = fcntl(fd, F_GETPIPE_SZ);
+        int queued = 0;
+        if (capacity > 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued < capacity) {
+            return (uint64_t)(capacity - queued);
+        }
+        return 1;
+    }
+    if (S_ISSOCK(st.st_mode)) {
+        int capacity = 0, queued = 0;
+        socklen_t length = sizeof capacity;
+        if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &capacity, &length) == 0 &&
+            ioctl(fd, SIOCOUTQ, &queued) == 0 && queued < capacity) {
+            return (uint64_t)(capacity - queued);
+        }
+        return 1;
+    }
+    return 1;
 }

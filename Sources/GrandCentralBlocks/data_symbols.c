@@ -38,3 +38,25 @@ const dispatch_block_t _dispatch_data_destructor_free = ^{
 const dispatch_block_t _dispatch_data_destructor_munmap = ^{
 	gc_client_bug("DISPATCH_DATA_DESTRUCTOR_MUNMAP", "the destructor marker was called");
 };
+
+// DISPATCH_SOURCE_TYPE_* are the addresses of these. Unlike the symbols above, the engine
+// reads them: a magic word ("GCST") and the kind (SourceType's raw value in
+// GrandCentral/Source/SourceType.swift), so dispatch_source_create tells its own types
+// from any other pointer (for which it returns NULL). A copy relocation copies the
+// initial contents too, so the executable's copy says the same.
+struct dispatch_source_type_s {
+	unsigned int magic;
+	unsigned int kind;
+	unsigned char reserved[24];
+};
+#define GC_SOURCE_TYPE(name, kind) \
+	const struct dispatch_source_type_s _dispatch_source_type_##name = { 0x47435354u, kind, {0} }
+GC_SOURCE_TYPE(data_add, 0);
+GC_SOURCE_TYPE(data_or, 1);
+GC_SOURCE_TYPE(data_replace, 2);
+GC_SOURCE_TYPE(read, 3);
+GC_SOURCE_TYPE(write, 4);
+GC_SOURCE_TYPE(signal, 5);
+GC_SOURCE_TYPE(timer, 6);
+GC_SOURCE_TYPE(proc, 7);
+GC_SOURCE_TYPE(vnode, 8);

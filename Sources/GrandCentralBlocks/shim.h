@@ -153,4 +153,9 @@ void gc_group_async_flags_f(dispatch_group_t group, dispatch_queue_t queue, void
 void gc_group_notify_flags_f(dispatch_group_t group, dispatch_queue_t queue, void *context,
 		dispatch_function_t function, unsigned long flags);
 
+/// Sets a source's handler to a block copy (`kind`: 0 event, 1 cancel, 2 registration),
+/// run by `invoke`, released by `dispose`; NULL clears it (GrandCentralExports/Source.swift).
+void gc_source_set_block_handler(dispatch_source_t source, int kind, void *block,
+		dispatch_function_t invoke, dispatch_function_t dispose, const char *function);
+
 #endif // GRANDCENTRAL_BLOCKS_SHIM_H

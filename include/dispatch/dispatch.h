@@ -40,6 +40,7 @@
 #include <dispatch/group.h>
 #include <dispatch/semaphore.h>
 #include <dispatch/once.h>
+#include <dispatch/source.h>
 #include <dispatch/data.h>
 #include <dispatch/benchmark.h>
 

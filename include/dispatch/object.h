@@ -182,10 +182,10 @@ dispatch_debugv(dispatch_object_t object, const char *message, va_list ap);
  *   dispatch_cancel(object)             block: dispatch_block_cancel
  *   dispatch_testcancel(object)         block: dispatch_block_testcancel
  *
- * The block forms exist only with __BLOCKS__ (dispatch_notify and the cancel calls have
- * no other form yet). Sources will add dispatch_source_cancel and
- * dispatch_source_testcancel to dispatch_cancel and dispatch_testcancel: one association
- * in each C macro below and one C++ overload each, at the places marked "sources".
+ *   dispatch_cancel(object)             source: dispatch_source_cancel
+ *   dispatch_testcancel(object)         source: dispatch_source_testcancel
+ *
+ * The block forms exist only with __BLOCKS__ (dispatch_notify has no other form).
  *
  * How the type is chosen:
  *  - C11 (and C99 on compilers that offer _Generic as an extension, such as clang): each
@@ -195,7 +195,7 @@ dispatch_debugv(dispatch_object_t object, const char *message, va_list ap);
  *    unavailable functions taking void *, so a call is a compile-time error rather than
  *    a link-time one. Call the type's own function instead.
  * In every mode the names are also declared as functions taking void *, marked
- * unavailable (dispatch_notify and the cancel calls only with __BLOCKS__): the library
+ * unavailable (dispatch_notify only with __BLOCKS__): the library
  * defines no function of these names (nor does libdispatch). In C++ a call with a type
  * that has no overload resolves to them and is reported as unavailable.
  */
@@ -208,6 +208,7 @@ dispatch_wait(void *object, dispatch_time_t timeout);
 DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
 void
 dispatch_notify(void *object, dispatch_object_t queue, dispatch_block_t notification_block);
+#endif /* __BLOCKS__ */
 
 DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
 void
@@ -216,13 +217,19 @@ dispatch_cancel(void *object);
 DISPATCH_EXPORT DISPATCH_UNAVAILABLE DISPATCH_NONNULL_ALL DISPATCH_WARN_RESULT DISPATCH_NOTHROW
 intptr_t
 dispatch_testcancel(void *object);
-#endif /* __BLOCKS__ */
 
 #if defined(__cplusplus)
 /* The functions the overloads call, declared ahead of their own headers (which declare
  * them again, identically) because object.h comes first. */
 struct dispatch_group_s;
 struct dispatch_semaphore_s;
+struct dispatch_source_s;
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_source_cancel(struct dispatch_source_s *source);
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_WARN_RESULT DISPATCH_PURE DISPATCH_NOTHROW
+intptr_t
+dispatch_source_testcancel(struct dispatch_source_s *source);
 DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
 intptr_t
 dispatch_group_wait(struct dispatch_group_s *group, dispatch_time_t timeout);
@@ -283,7 +290,14 @@ inline intptr_t dispatch_testcancel(dispatch_block_t block)
 	return dispatch_block_testcancel(block);
 }
 #endif /* __BLOCKS__ */
-/* sources: dispatch_cancel(dispatch_source_t) and dispatch_testcancel(dispatch_source_t). */
+inline void dispatch_cancel(struct dispatch_source_s *source)
+{
+	dispatch_source_cancel(source);
+}
+inline intptr_t dispatch_testcancel(struct dispatch_source_s *source)
+{
+	return dispatch_source_testcancel(source);
+}
 } /* extern "C++" */
 
 #elif (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L) || \
@@ -312,15 +326,15 @@ inline intptr_t dispatch_testcancel(dispatch_block_t block)
 		__DISPATCH_GENERIC(object, \
 			dispatch_block_t: dispatch_block_notify, \
 			dispatch_group_t: dispatch_group_notify)((object), (queue), (notification_block))
-/* sources: add dispatch_source_t: dispatch_source_cancel / dispatch_source_testcancel,
- * and define these two without __BLOCKS__ too. */
+#endif /* __BLOCKS__ */
 #define dispatch_cancel(object) \
 		__DISPATCH_GENERIC(object, \
-			dispatch_block_t: dispatch_block_cancel)((object))
+			__DISPATCH_GENERIC_BLOCK(dispatch_block_cancel) \
+			struct dispatch_source_s *: dispatch_source_cancel)((object))
 #define dispatch_testcancel(object) \
 		__DISPATCH_GENERIC(object, \
-			dispatch_block_t: dispatch_block_testcancel)((object))
-#endif /* __BLOCKS__ */
+			__DISPATCH_GENERIC_BLOCK(dispatch_block_testcancel) \
+			struct dispatch_source_s *: dispatch_source_testcancel)((object))
 #endif /* type-generic selection */
 
 /*

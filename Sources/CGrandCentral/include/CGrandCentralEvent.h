@@ -68,6 +68,15 @@ int gc_timerfd_arm(int fd, uint64_t deadline_ns, bool cancel_on_set);
 /// when the wall clock was set (the timer must be re-armed).
 int gc_timerfd_drain(int fd);
 
+/// What a read source reports for descriptor `fd`: the bytes that can be read without
+/// blocking (FIONREAD), for a regular file the bytes from the file position to the end,
+/// 0 when neither can be told (end of file, /dev/null, a descriptor in error).
+uint64_t gc_descriptor_readable_bytes(int fd);
+/// What a write source reports for `fd`: an estimate of the buffer space (a pipe's
+/// capacity minus what it holds, a socket's send buffer minus what is queued), 1 when it
+/// cannot be told but the descriptor is writable.
+uint64_t gc_descriptor_writable_bytes(int fd);
+
 /// close(2), retrying nothing (Linux closes the descriptor even on EINTR).
 int gc_descriptor_close(int fd);
 

@@ -1,0 +1,3 @@
+// Process sources: not written yet (issue 8). Until then they never fire.
+
+final class ProcessMonitor: SourceMonitor, @unchecked Sendable {}

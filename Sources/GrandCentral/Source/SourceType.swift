@@ -1,0 +1,108 @@
+import Glibc
+
+/// The kinds of source (`dispatch_source_type_t`), what handle and mask each accepts, and
+/// which monitor watches for its events.
+///
+/// Validation follows libdispatch on Linux, observed: `dispatch_source_create` returns NULL
+/// when the handle or mask makes no sense for the type. Data sources take handle 0 and mask
+/// 0; read and write sources a descriptor (0 ... INT32_MAX; a closed descriptor is accepted
+/// and reports an error later) with mask 0; signal sources a signal number 1 ... 64 with
+/// mask 0; timers any handle and a mask within STRICT | WALL_CLOCK (libdispatch's private
+/// 0x2 is accepted and ignored); process sources a pid above 0 and a mask within
+/// EXIT | FORK | EXEC | SIGNAL; vnode sources a descriptor and a mask within the
+/// DISPATCH_VNODE_* bits.
+enum SourceType: Int, Sendable {
+    case dataAdd = 0, dataOr, dataReplace, read, write, signal, timer, process, vnode
+
+    var name: String {
+        switch self {
+        case .dataAdd: return "data-add"
+        case .dataOr: return "data-or"
+        case .dataReplace: return "data-replace"
+        case .read: return "read"
+        case .write: return "write"
+        case .signal: return "signal"
+        case .timer: return "timer"
+        case .process: return "proc"
+        case .vnode: return "vnode"
+        }
+    }
+
+    // libdispatch's mask bits (source.h).
+    static let timerStrict: UInt = 0x1
+    static let timerWallClock: UInt = 0x2
+    static let processExit: UInt = 0x8000_0000
+    static let processFork: UInt = 0x4000_0000
+    static let processExec: UInt = 0x2000_0000
+    static let processSignal: UInt = 0x0800_0000
+    static let vnodeDelete: UInt = 0x1
+    static let vnodeWrite: UInt = 0x2
+    static let vnodeExtend: UInt = 0x4
+    static let vnodeAttrib: UInt = 0x8
+    static let vnodeLink: UInt = 0x10
+    static let vnodeRename: UInt = 0x20
+    static let vnodeRevoke: UInt = 0x40
+    static let vnodeFunlock: UInt = 0x100
+
+    /// Whether `dispatch_source_create` accepts this handle and mask.
+    func accepts(handle: UInt, mask: UInt) -> Bool {
+        switch self {
+        case .dataAdd, .dataOr, .dataReplace:
+            return handle == 0 && mask == 0
+        case .read, .write:
+            return handle <= UInt(Int32.max) && mask == 0
+        case .signal:
+            return handle >= 1 && handle <= 64 && mask == 0
+        case .timer:
+            return mask & ~(SourceType.timerStrict | SourceType.timerWallClock) == 0
+        case .process:
+            let all = SourceType.processExit | SourceType.processFork | SourceType.processExec | SourceType.processSignal
+            return handle >= 1 && handle <= UInt(Int32.max) && mask & ~all == 0
+        case .vnode:
+            let all = SourceType.vnodeDelete | SourceType.vnodeWrite | SourceType.vnodeExtend
+                | SourceType.vnodeAttrib | SourceType.vnodeLink | SourceType.vnodeRename
+                | SourceType.vnodeRevoke | SourceType.vnodeFunlock
+            return handle <= UInt(Int32.max) && mask & ~all == 0
+        }
+    }
+
+    /// Read and write sources report zero (end of file, no buffer space) as an event;
+    /// every other kind's zero means "nothing happened".
+    var firesWithZeroData: Bool { self == .read || self == .write }
+
+    func makeMonitor() -> SourceMonitor {
+        switch self {
+        case .dataAdd, .dataOr, .dataReplace: return SourceMonitor()
+        case .read: return DescriptorMonitor(interest: .read)
+        case .write: return DescriptorMonitor(interest: .write)
+        case .timer: return TimerMonitor()
+        case .signal: return SignalMonitor()
+        case .process: return ProcessMonitor()
+        case .vnode: return VnodeMonitor()
+        }
+    }
+}
+
+/// How one kind of source meets the world (see SourceCore.swift). The base class is the
+/// data sources' monitor: nothing to register, and stopping is immediate.
+///
+/// Calls come from any thread, serialized by the source's `lifecycleLock` (start, stop,
+/// suspend, resume) or made by its drain (`eventHandlerDidReturn`). `start` is called at
+/// most once, and `stop` only after `start`; `suspend`/`resume` only between them. A
+/// monitor merges events with the core's `mergeAdd`/`mergeOr`/`mergeReplace` from
+/// wherever they arrive (the event thread), and calls `monitorDidStop()` exactly once,
+/// after `stop`, when no further merge can happen; until then it keeps the core alive
+/// (the registration's reference).
+class SourceMonitor: @unchecked Sendable {
+    init() {}
+    /// Activation: register with the event thread.
+    func start(_ source: SourceCore) {}
+    /// Cancellation: unregister, then `source.monitorDidStop()`.
+    func stop(_ source: SourceCore) { source.monitorDidStop() }
+    /// The source's suspend count went 0 → 1: stop costing wakeups if the kind can.
+    func suspend(_ source: SourceCore) {}
+    /// The suspend count went back to 0.
+    func resume(_ source: SourceCore) {}
+    /// The drain delivered an event and the handler returned (on the target queue).
+    func eventHandlerDidReturn(_ source: SourceCore) {}
+}

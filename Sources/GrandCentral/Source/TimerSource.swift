@@ -1,0 +1,144 @@
+import CGrandCentral
+import Glibc
+
+/// Timer sources: one reusable `TimerNode` in the event loop's heap for the source's whole
+/// life. `dispatch_source_set_timer` re-arms it, suspending and resuming the source suspend
+/// and resume it, cancelling cancels it (the cancel completes on the event thread, after
+/// the last fire, and only then may the cancel handler run). The timer policy is the event
+/// loop's (TimerHeap.swift): never early, a lone timer at its deadline, leeway only to let
+/// timers share a wakeup.
+///
+/// Repeating timers do not drift: fire k is due at start + k·interval. When a fire is
+/// late by more than an interval (a busy machine, a suspended source, a sleeping laptop),
+/// the fires it missed are counted into the source's data — which is what
+/// `dispatch_source_get_data` reports for a timer: the fires since the handler last ran —
+/// and the next deadline is the first multiple of the interval after now, so lateness
+/// never accumulates and a suspended timer costs no wakeups.
+///
+/// Parameters, as libdispatch takes them: start NOW is the current uptime, FOREVER never
+/// fires (the node stays out of the heap), a `dispatch_walltime` start runs on the wall
+/// clock (and follows it when it is set), any other on its own clock. An interval of
+/// FOREVER, or one so large that the second fire would be past the end of the clock, makes
+/// a one-shot timer; an interval of 0 is taken as 1 ns. A repeating timer's leeway is
+/// capped at half its interval (libdispatch's cap: a timer may not slip a whole period);
+/// every value saturates at the end of the clock instead of wrapping.
+///
+/// Fields: `config` and `node.appliedArm` comparisons happen under `configLock` (the
+/// setter, the event thread's fire). `node` is immutable.
+final class TimerMonitor: SourceMonitor, @unchecked Sendable {
+    struct Config {
+        /// The clock of the next deadline, or nil when the timer never fires (FOREVER, or
+        /// never set).
+        var clock: DispatchClock.Kind? = nil
+        /// The next fire's deadline, in nanoseconds on `clock`.
+        var deadline: UInt64 = 0
+        /// Nanoseconds between fires; nil for a one-shot timer.
+        var interval: UInt64? = nil
+        var leeway: UInt64 = 0
+        /// The event loop's number of the latest arm (0: not armed): a fire of any other
+        /// arm is stale (the timer was set again meanwhile) and is dropped.
+        var arm: UInt64 = 0
+        /// Whether the source's monitor is started (the node may be in the heap).
+        var isStarted = false
+        var isStopped = false
+    }
+
+    private let configLock = TimerRequestLock()
+    private var config = Config()
+    private(set) var node: TimerNode!
+
+    override init() {
+        super.init()
+    }
+
+    /// `dispatch_source_set_timer`. Any thread.
+    func setTimer(start: UInt64, interval: UInt64, leeway: UInt64) {
+        var next = Config()
+        if let instant = DispatchClock.decode(start, resolvingNow: true) {
+            next.clock = instant.kind
+            next.deadline = instant.nanoseconds
+        }
+        if interval < DispatchClock.limit {
+            next.interval = max(interval, 1)
+        }
+        next.leeway = min(leeway, DispatchClock.limit)
+        if let interval = next.interval { next.leeway = min(next.leeway, interval / 2) }
+        configLock.lock()
+        next.isStarted = config.isStarted
+        next.isStopped = config.isStopped
+        next.arm = config.arm
+        config = next
+        if config.isStarted && !config.isStopped { armLocked() }
+        configLock.unlock()
+    }
+
+    /// Arms the node for `config`'s next deadline (or disarms it). Under `configLock`.
+    private func armLocked() {
+        guard let clock = config.clock else {
+            EventLoop.shared.disarmTimer(node)
+            config.arm = 0
+            return
+        }
+        config.arm = EventLoop.shared.armTimer(node, deadline: DispatchClock.encode(clock, config.deadline),
+                                               leeway: config.leeway)
+    }
+
+    override func start(_ source: SourceCore) {
+        // The node's reference to the core, released by the cancel's completion.
+        node = TimerNode(fire: timerFired, context: Unmanaged.passRetained(source).toOpaque())
+        configLock.lock()
+        config.isStarted = true
+        armLocked()
+        configLock.unlock()
+    }
+
+    override func stop(_ source: SourceCore) {
+        configLock.lock()
+        config.isStopped = true
+        configLock.unlock()
+        EventLoop.shared.cancelTimer(node, completion: timerCancelled, context: node.context)
+    }
+
+    override func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(node) }
+    override func resume(_ source: SourceCore) { EventLoop.shared.resumeTimer(node) }
+
+    /// Event thread: the node's arm came due. Returns the fires to merge (0 for a stale
+    /// fire), re-arming a repeating timer for its next multiple of the interval.
+    fileprivate func fired() -> UInt {
+        configLock.lock()
+        defer { configLock.unlock() }
+        guard config.arm != 0, node.appliedArm == config.arm, let clock = config.clock else { return 0 }
+        guard let interval = config.interval else {
+            config.arm = 0  // spent: stays out of the heap until set again
+            return 1
+        }
+        let now = DispatchClock.read(clock)
+        let late = now > config.deadline ? now - config.deadline : 0
+        let missed = late / interval
+        let count = missed + 1
+        let (step, overflow) = count.multipliedReportingOverflow(by: interval)
+        let (next, overflow2) = config.deadline.addingReportingOverflow(step)
+        if overflow || overflow2 || next >= DispatchClock.limit {
+            config.clock = nil  // the next fire would be past the end of the clock
+            config.arm = 0
+        } else {
+            config.deadline = next
+            armLocked()
+        }
+        return UInt(truncatingIfNeeded: min(count, UInt64(UInt.max)))
+    }
+}
+
+/// Event thread: a timer source's node fired; `context` is the core (the node's reference).
+private let timerFired: DispatchFunction = { context in
+    let source = Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue()
+    let monitor = unsafeDowncast(source.monitor, to: TimerMonitor.self)
+    let count = monitor.fired()
+    if count != 0 { source.mergeAdd(count) }
+}
+
+/// Event thread: the cancel completed; no fire follows. Drops the node's reference.
+private let timerCancelled: DispatchFunction = { context in
+    let source = Unmanaged<SourceCore>.fromOpaque(context!).takeRetainedValue()
+    source.monitorDidStop()
+}

@@ -1,0 +1,3 @@
+// Vnode sources: not written yet (issue 8). Until then they never fire.
+
+final class VnodeMonitor: SourceMonitor, @unchecked Sendable {}

@@ -1,0 +1,108 @@
+import CGrandCentral
+
+// Sources (source.h).
+
+/// `dispatch_source_type_t` handles are the addresses of libdispatch's
+/// `_dispatch_source_type_*` data symbols, which GrandCentralBlocks defines
+/// (data_symbols.c) as `{ magic, kind }`: the kind is SourceType's raw value. An address
+/// without the magic is not a source type, and `dispatch_source_create` returns NULL for it.
+private let sourceTypeMagic: UInt32 = 0x4743_5354  // "GCST"
+
+@inline(__always)
+func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchSource> {
+    typedObject(handle, .source, function, ifNull: "source is NULL", ifWrongKind: "object is not a source")
+}
+
+@_cdecl("dispatch_source_create")
+public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ mask: UInt,
+                                   _ q: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let type, type.load(as: UInt32.self) == sourceTypeMagic,
+          let kind = SourceType(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else { return nil }
+    let target = q.map { queue($0, "dispatch_source_create").takeUnretainedValue() }
+    guard let made = DispatchSource.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
+    return retainedHandle(made)
+}
+
+@inline(__always)
+private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind,
+                                _ function: dispatch_function_t?, _ name: StaticString) {
+    source(s, name)._withUnsafeGuaranteedRef { shell in
+        shell.core.setHandler(kind, function.map {
+            SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
+        })
+    }
+}
+
+@_cdecl("dispatch_source_set_event_handler_f")
+public func dispatch_source_set_event_handler_f(_ s: UnsafeMutableRawPointer?, _ handler: dispatch_function_t?) {
+    setFunctionHandler(s, .event, handler, "dispatch_source_set_event_handler_f")
+}
+
+@_cdecl("dispatch_source_set_cancel_handler_f")
+public func dispatch_source_set_cancel_handler_f(_ s: UnsafeMutableRawPointer?, _ handler: dispatch_function_t?) {
+    setFunctionHandler(s, .cancel, handler, "dispatch_source_set_cancel_handler_f")
+}
+
+@_cdecl("dispatch_source_set_registration_handler_f")
+public func dispatch_source_set_registration_handler_f(_ s: UnsafeMutableRawPointer?, _ handler: dispatch_function_t?) {
+    setFunctionHandler(s, .registration, handler, "dispatch_source_set_registration_handler_f")
+}
+
+/// The block setters' entry point (GrandCentralBlocks/source.c): `block` is a copy the
+/// source owns, run by `invoke` and released by `dispose` when the handler is replaced or
+/// dropped; NULL `block` clears the handler. `kind`: 0 event, 1 cancel, 2 registration.
+/// Local to the library (the version script).
+@_cdecl("gc_source_set_block_handler")
+public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: Int32, _ block: UnsafeMutableRawPointer?,
+                                        _ invoke: dispatch_function_t, _ dispose: dispatch_function_t,
+                                        _ name: UnsafePointer<CChar>) {
+    guard let s else { gc_client_bug(name, "source is NULL") }
+    let handlerKind = SourceHandlerKind(rawValue: Int(kind))!
+    let o = objectFromHandle(s)
+    if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
+    unsafeBitCast(o, to: Unmanaged<DispatchSource>.self)._withUnsafeGuaranteedRef { shell in
+        shell.core.setHandler(handlerKind, block.map {
+            SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
+        })
+    }
+}
+
+@_cdecl("dispatch_source_cancel")
+public func dispatch_source_cancel(_ s: UnsafeMutableRawPointer?) {
+    source(s, "dispatch_source_cancel")._withUnsafeGuaranteedRef { $0.core.cancel() }
+}
+
+@_cdecl("dispatch_source_testcancel")
+public func dispatch_source_testcancel(_ s: UnsafeMutableRawPointer?) -> Int {
+    source(s, "dispatch_source_testcancel")._withUnsafeGuaranteedRef { $0.core.isCancelled ? 1 : 0 }
+}
+
+@_cdecl("dispatch_source_get_handle")
+public func dispatch_source_get_handle(_ s: UnsafeMutableRawPointer?) -> UInt {
+    source(s, "dispatch_source_get_handle")._withUnsafeGuaranteedRef { $0.core.handle }
+}
+
+@_cdecl("dispatch_source_get_mask")
+public func dispatch_source_get_mask(_ s: UnsafeMutableRawPointer?) -> UInt {
+    source(s, "dispatch_source_get_mask")._withUnsafeGuaranteedRef { $0.core.mask }
+}
+
+@_cdecl("dispatch_source_get_data")
+public func dispatch_source_get_data(_ s: UnsafeMutableRawPointer?) -> UInt {
+    source(s, "dispatch_source_get_data")._withUnsafeGuaranteedRef { $0.core.deliveredData.load(ordering: .acquiring) }
+}
+
+@_cdecl("dispatch_source_merge_data")
+public func dispatch_source_merge_data(_ s: UnsafeMutableRawPointer?, _ value: UInt) {
+    source(s, "dispatch_source_merge_data")._withUnsafeGuaranteedRef { $0.core.mergeData(value) }
+}
+
+@_cdecl("dispatch_source_set_timer")
+public func dispatch_source_set_timer(_ s: UnsafeMutableRawPointer?, _ start: UInt64, _ interval: UInt64, _ leeway: UInt64) {
+    source(s, "dispatch_source_set_timer")._withUnsafeGuaranteedRef { shell in
+        guard shell.core.type == .timer else {
+            clientBug("dispatch_source_set_timer", "source is not a timer source")
+        }
+        unsafeDowncast(shell.core.monitor, to: TimerMonitor.self).setTimer(start: start, interval: interval, leeway: leeway)
+    }
+}
