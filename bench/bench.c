@@ -407,6 +407,172 @@ static double case_data_apply(void) {
     return (double)(t1 - t0) / ((double)rounds * data_pieces);
 }
 
+// --- Sources -------------------------------------------------------------------------
+
+// A 1 ms repeating timer with zero leeway: the lateness of each fire against its own due
+// time (start + k ms, where k counts fires including those a late handler coalesced into
+// its data), over 2,000 fires; a percentile, in microseconds.
+enum { TIMER_FIRES = 2000 };
+static uint64_t timer_start, timer_late[TIMER_FIRES];
+static size_t timer_handled, timer_count;
+static dispatch_source_t bench_timer;
+static atomic_int timer_done;
+
+static void timer_event(void *context) {
+    (void)context;
+    uint64_t now = now_ns();
+    timer_count += dispatch_source_get_data(bench_timer);
+    uint64_t due = timer_start + (uint64_t)(timer_count - 1) * 1000000ull;   // fire 1 is due at start
+    if (timer_handled < TIMER_FIRES) timer_late[timer_handled++] = now > due ? now - due : 0;
+    if (timer_handled == TIMER_FIRES && !atomic_load(&timer_done)) {
+        dispatch_source_cancel(bench_timer);
+        atomic_store(&timer_done, 1);
+    }
+}
+
+static double timer_lateness(double percentile) {
+    dispatch_queue_t q = dispatch_queue_create("bench.timer", NULL);
+    bench_timer = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+    dispatch_source_set_event_handler_f(bench_timer, timer_event);
+    timer_start = now_ns() + 1000000ull;
+    // The clock is read before dispatch_time: the library's start is not earlier than ours.
+    dispatch_source_set_timer(bench_timer, dispatch_time(DISPATCH_TIME_NOW, 1000000), 1000000, 0);
+    dispatch_activate(bench_timer);
+    uint64_t give_up = now_ns() + 30000000000ull;
+    while (!atomic_load(&timer_done)) {
+        if (now_ns() > give_up) fail("the 1 ms timer did not fire 2,000 times within 30 s");
+        usleep(2000);
+    }
+    qsort(timer_late, TIMER_FIRES, sizeof timer_late[0], compare_u64);
+    return (double)timer_late[(size_t)(percentile * (TIMER_FIRES - 1))] / 1000.0;
+}
+
+static double case_timer_p50(void) { return timer_lateness(0.50); }
+static double case_timer_p99(void) { return timer_lateness(0.99); }
+
+// A 2 ms dispatch_after, one at a time, 500 times: lateness p99 in microseconds.
+enum { AFTER2_ROUNDS = 500 };
+static uint64_t after2_due;
+static dispatch_semaphore_t after2_done;
+static uint64_t after2_late[AFTER2_ROUNDS];
+static void after2_fire(void *context) {
+    uint64_t now = now_ns();
+    after2_late[(size_t)(uintptr_t)context] = now > after2_due ? now - after2_due : 0;
+    dispatch_semaphore_signal(after2_done);
+}
+
+static double case_after2_p99(void) {
+    dispatch_queue_t q = dispatch_queue_create("bench.after2", NULL);
+    after2_done = dispatch_semaphore_create(0);
+    for (size_t i = 0; i < AFTER2_ROUNDS; i++) {
+        after2_due = now_ns() + 2000000ull;
+        dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 2000000), q, (void *)(uintptr_t)i, after2_fire);
+        dispatch_semaphore_wait(after2_done, DISPATCH_TIME_FOREVER);
+    }
+    qsort(after2_late, AFTER2_ROUNDS, sizeof after2_late[0], compare_u64);
+    return (double)after2_late[(size_t)(0.99 * (AFTER2_ROUNDS - 1))] / 1000.0;
+}
+
+// Pipe write → read-source handler entry, one byte at a time, 2,000 rounds: latency p50
+// in microseconds.
+enum { PIPE_ROUNDS = 2000 };
+static int pipe_fds[2];
+static uint64_t pipe_written, pipe_latency[PIPE_ROUNDS];
+static size_t pipe_round;
+static dispatch_source_t pipe_source;
+static dispatch_semaphore_t pipe_done;
+static void pipe_readable(void *context) {
+    (void)context;
+    uint64_t now = now_ns();
+    char byte;
+    if (read(pipe_fds[0], &byte, 1) != 1) return;
+    pipe_latency[pipe_round] = now - pipe_written;
+    dispatch_semaphore_signal(pipe_done);
+}
+
+static double case_pipe_p50(void) {
+    if (pipe(pipe_fds) != 0) fail("pipe");
+    dispatch_queue_t q = dispatch_queue_create("bench.pipe", NULL);
+    pipe_done = dispatch_semaphore_create(0);
+    pipe_source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)pipe_fds[0], 0, q);
+    dispatch_source_set_event_handler_f(pipe_source, pipe_readable);
+    dispatch_activate(pipe_source);
+    for (pipe_round = 0; pipe_round < PIPE_ROUNDS; pipe_round++) {
+        pipe_written = now_ns();
+        if (write(pipe_fds[1], "x", 1) != 1) fail("write");
+        if (dispatch_semaphore_wait(pipe_done, dispatch_time(DISPATCH_TIME_NOW, 5000000000ll)) != 0) {
+            fail("the read source did not fire within 5 s");
+        }
+    }
+    qsort(pipe_latency, PIPE_ROUNDS, sizeof pipe_latency[0], compare_u64);
+    return (double)pipe_latency[PIPE_ROUNDS / 2] / 1000.0;
+}
+
+// 10,000 timer sources armed an hour away: bytes each (RSS growth), and the process's CPU
+// time over the 2 idle seconds that follow, in milliseconds.
+enum { IDLE_TIMERS = 10000 };
+static dispatch_source_t idle_timers[IDLE_TIMERS];
+static void idle_event(void *context) { (void)context; fail("a timer an hour away fired"); }
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static void arm_idle_timers(void) {
+    dispatch_queue_t q = dispatch_queue_create("bench.idle", NULL);
+    for (int i = 0; i < IDLE_TIMERS; i++) {
+        idle_timers[i] = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+        dispatch_source_set_event_handler_f(idle_timers[i], idle_event);
+        dispatch_source_set_timer(idle_timers[i], dispatch_time(DISPATCH_TIME_NOW, 3600ll * 1000000000ll),
+                                  DISPATCH_TIME_FOREVER, 0);
+        dispatch_activate(idle_timers[i]);
+    }
+}
+static double case_timer_bytes(void) {
+    // Warm the library up (event thread, pool) so its one-time cost is not counted.
+    dispatch_source_t warm = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, global_queue());
+    dispatch_source_set_timer(warm, DISPATCH_TIME_FOREVER, DISPATCH_TIME_FOREVER, 0);
+    dispatch_activate(warm);
+    usleep(20000);
+    long before = resident_bytes();
+    arm_idle_timers();
+    usleep(100000);
+    long after = resident_bytes();
+    return (double)(after - before) / IDLE_TIMERS;
+}
+static double case_timer_idle_cpu(void) {
+    arm_idle_timers();
+    usleep(200000);
+    uint64_t t0 = process_cpu_ns();
+    usleep(2000000);
+    return (double)(process_cpu_ns() - t0) / 1e6;
+}
+
+// dispatch_source_merge_data on a DATA_ADD source from one thread, 2M merges, until the
+// handler has seen the whole sum: millions of merges per second.
+enum { MERGES = 2000000 };
+static dispatch_source_t merge_source;
+static atomic_uint_fast64_t merged_total;
+static void merge_event(void *context) {
+    (void)context;
+    atomic_fetch_add(&merged_total, dispatch_source_get_data(merge_source));
+}
+static double case_merge_data(void) {
+    dispatch_queue_t q = dispatch_queue_create("bench.merge", NULL);
+    merge_source = dispatch_source_create(DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, q);
+    dispatch_source_set_event_handler_f(merge_source, merge_event);
+    dispatch_activate(merge_source);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < MERGES; i++) dispatch_source_merge_data(merge_source, 1);
+    uint64_t give_up = now_ns() + 30000000000ull;
+    while (atomic_load(&merged_total) < MERGES) {
+        if (now_ns() > give_up) fail("merge_data: the handler never saw the whole sum");
+        sched_yield();
+    }
+    uint64_t t1 = now_ns();
+    return items_per_us(MERGES, t1 - t0);
+}
+
 static const struct {
     const char *name;
     double (*run)(void);
@@ -426,6 +592,13 @@ static const struct {
     {"after_p99", case_after_p99},
     {"data_concat", case_data_concat},
     {"data_apply", case_data_apply},
+    {"timer_p50", case_timer_p50},
+    {"timer_p99", case_timer_p99},
+    {"after2_p99", case_after2_p99},
+    {"pipe_p50", case_pipe_p50},
+    {"timer_bytes", case_timer_bytes},
+    {"timer_idle_cpu", case_timer_idle_cpu},
+    {"merge_data", case_merge_data},
 };
 
 int main(int argc, char **argv) {

@@ -110,6 +110,13 @@ cases=(
     "after_p99|100,000 dispatch_after within 50 ms: lateness p99|us|time|ratio|<=|1.0"
     "data_concat|20,000 64-byte pieces joined by repeated concat, then mapped|ms|time|ratio|<=|0.01"
     "data_apply|dispatch_data_apply_f over a 20,000-region buffer|ns/region|time|ratio|<=|1.0"
+    "timer_p50|1 ms repeating timer, zero leeway: lateness p50 (2,000 fires)|us|time|ratio|<=|1.0"
+    "timer_p99|1 ms repeating timer, zero leeway: lateness p99 (2,000 fires)|us|time|ratio|<=|1.0"
+    "after2_p99|a 2 ms dispatch_after, 500 in turn: lateness p99|us|time|ratio|<=|1.0"
+    "pipe_p50|pipe write -> read-source handler entry: latency p50|us|time|ratio|<=|1.0"
+    "timer_bytes|10,000 timer sources armed an hour away: bytes each (RSS)|B/timer|time|ratio|<=|1.3"
+    "timer_idle_cpu|the same, CPU time burned in 2 idle seconds|ms|time|GC|<=|10"
+    "merge_data|dispatch_source_merge_data on a DATA_ADD source|Mmerges/s|speed|ratio|>=|1.0"
 )
 
 selected() {

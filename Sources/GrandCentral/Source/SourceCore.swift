@@ -55,6 +55,29 @@ final class SourceHandler: @unchecked Sendable {
     deinit { dispose?(context) }
 }
 
+/// A handler as a source stores it: a plain function called with the source's context
+/// (the `_f` setters: no allocation kept per handler), or a `SourceHandler` object (a block
+/// or a closure, whose context must be disposed of).
+enum StoredHandler {
+    case none
+    case sourceContext(DispatchFunction)
+    case object(SourceHandler)
+
+    init(_ handler: SourceHandler?) {
+        guard let handler else { self = .none; return }
+        if handler.usesSourceContext && handler.dispose == nil {
+            self = .sourceContext(handler.function)
+        } else {
+            self = .object(handler)
+        }
+    }
+
+    var isNone: Bool {
+        if case .none = self { return true }
+        return false
+    }
+}
+
 /// Which handler a setter sets.
 enum SourceHandlerKind: Int {
     case event = 0
@@ -67,7 +90,7 @@ enum SourceHandlerKind: Int {
 /// Who may touch what:
 /// - `type`, `handle`, `mask`, `monitor`: immutable after init.
 /// - `state`, `pendingData`, `deliveredData`, `targetBits`: atomics, any thread.
-/// - `handlers`, `retiredTargets`: under `handlerLock`.
+/// - the three handlers, `retiredTargets`: under `handlerLock`.
 /// - `context`: plain, like a queue's; the client orders setting it with using it.
 /// - `lifecycleLock` serializes activation, cancellation and suspension transitions of the
 ///   monitor (start, stop, suspend, resume), so a monitor never sees `stop` before `start`.
@@ -88,7 +111,10 @@ final class SourceCore: @unchecked Sendable {
     var context: UnsafeMutableRawPointer?
 
     let handlerLock = SpinLock()
-    private var handlers: [SourceHandler?] = [nil, nil, nil]
+    /// The event, cancel and registration handlers, by `SourceHandlerKind`.
+    private var eventHandler = StoredHandler.none
+    private var cancelHandler = StoredHandler.none
+    private var registrationHandler = StoredHandler.none
     /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
     private var retiredTargets: [DispatchQueue] = []
 
@@ -129,33 +155,51 @@ final class SourceCore: @unchecked Sendable {
     // MARK: Handlers
 
     func setHandler(_ kind: SourceHandlerKind, _ handler: SourceHandler?) {
+        let stored = StoredHandler(handler)
         // The old handler is released outside the lock (its dispose may do anything).
-        let old: SourceHandler? = handlerLock.withLock {
-            let previous = handlers[kind.rawValue]
-            handlers[kind.rawValue] = handler
-            return previous
+        let old: StoredHandler = handlerLock.withLock {
+            switch kind {
+            case .event: defer { eventHandler = stored }; return eventHandler
+            case .cancel: defer { cancelHandler = stored }; return cancelHandler
+            case .registration: defer { registrationHandler = stored }; return registrationHandler
+            }
         }
         _ = old
     }
 
-    func handler(_ kind: SourceHandlerKind) -> SourceHandler? {
-        handlerLock.withLock { handlers[kind.rawValue] }
+    func handler(_ kind: SourceHandlerKind) -> StoredHandler {
+        handlerLock.withLock {
+            switch kind {
+            case .event: return eventHandler
+            case .cancel: return cancelHandler
+            case .registration: return registrationHandler
+            }
+        }
     }
 
-    var hasCancelHandler: Bool { handler(.cancel) != nil }
+    var hasCancelHandler: Bool { !handler(.cancel).isNone }
 
     private func dropHandlers() {
-        let dropped: [SourceHandler?] = handlerLock.withLock {
-            let all = handlers
-            handlers = [nil, nil, nil]
-            return all
+        let dropped: (StoredHandler, StoredHandler, StoredHandler) = handlerLock.withLock {
+            defer {
+                eventHandler = .none
+                cancelHandler = .none
+                registrationHandler = .none
+            }
+            return (eventHandler, cancelHandler, registrationHandler)
         }
         _ = dropped
     }
 
+    /// Calls `handler`, if there is one. The copy the caller holds keeps a replaced
+    /// handler's context alive until the call returns.
     @inline(__always)
-    private func invoke(_ handler: SourceHandler) {
-        handler.function(handler.usesSourceContext ? context : handler.context)
+    private func invoke(_ handler: StoredHandler) {
+        switch handler {
+        case .none: return
+        case .sourceContext(let function): function(context)
+        case .object(let object): object.function(object.usesSourceContext ? context : object.context)
+        }
     }
 
     // MARK: Lifecycle (any thread)
@@ -326,15 +370,13 @@ final class SourceCore: @unchecked Sendable {
                 if s.isSuspended { break }
                 if s.has(SourceState.registration) {
                     state.bitwiseAnd(~SourceState.registration, ordering: .sequentiallyConsistent)
-                    if !s.has(SourceState.cancelled), let handler = handler(.registration) {
-                        invoke(handler)
-                    }
+                    if !s.has(SourceState.cancelled) { invoke(handler(.registration)) }
                     continue
                 }
                 if s.has(SourceState.cancelled) {
                     if s.has(SourceState.stopped) && !s.has(SourceState.cancelDone) {
                         state.bitwiseOr(SourceState.cancelDone, ordering: .sequentiallyConsistent)
-                        if let handler = handler(.cancel) { invoke(handler) }
+                        invoke(handler(.cancel))
                         // Breaks the cycles a handler that captures its source makes.
                         dropHandlers()
                     }
@@ -345,7 +387,7 @@ final class SourceCore: @unchecked Sendable {
                 let data = pendingData.exchange(0, ordering: .sequentiallyConsistent)
                 if data == 0 && !type.firesWithZeroData { continue }
                 deliveredData.store(data, ordering: .releasing)
-                if let handler = handler(.event) { invoke(handler) }
+                invoke(handler(.event))
                 monitor.eventHandlerDidReturn(self)
                 budget -= 1
                 if budget == 0 && SourceState(state.load(ordering: .relaxed)).hasWork {
