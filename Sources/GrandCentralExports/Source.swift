@@ -9,7 +9,7 @@ import CGrandCentral
 private let sourceTypeMagic: UInt32 = 0x4743_5354  // "GCST"
 
 @inline(__always)
-func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DispatchSource> {
+func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<SourceCore> {
     typedObject(handle, .source, function, ifNull: "source is NULL", ifWrongKind: "object is not a source")
 }
 
@@ -19,7 +19,7 @@ public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ 
     guard let type, type.load(as: UInt32.self) == sourceTypeMagic,
           let kind = SourceType(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else { return nil }
     let target = q.map { queue($0, "dispatch_source_create").takeUnretainedValue() }
-    guard let made = DispatchSource.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
+    guard let made = SourceCore.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
     return retainedHandle(made)
 }
 
@@ -27,7 +27,7 @@ public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ 
 private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind,
                                 _ function: dispatch_function_t?, _ name: StaticString) {
     source(s, name)._withUnsafeGuaranteedRef { shell in
-        shell.core.setHandler(kind, function.map {
+        shell.setHandler(kind, function.map {
             SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
         })
     }
@@ -60,8 +60,8 @@ public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: I
     let handlerKind = SourceHandlerKind(rawValue: Int(kind))!
     let o = objectFromHandle(s)
     if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
-    unsafeBitCast(o, to: Unmanaged<DispatchSource>.self)._withUnsafeGuaranteedRef { shell in
-        shell.core.setHandler(handlerKind, block.map {
+    unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { shell in
+        shell.setHandler(handlerKind, block.map {
             SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
         })
     }
@@ -69,40 +69,37 @@ public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: I
 
 @_cdecl("dispatch_source_cancel")
 public func dispatch_source_cancel(_ s: UnsafeMutableRawPointer?) {
-    source(s, "dispatch_source_cancel")._withUnsafeGuaranteedRef { $0.core.cancel() }
+    source(s, "dispatch_source_cancel")._withUnsafeGuaranteedRef { $0.cancel() }
 }
 
 @_cdecl("dispatch_source_testcancel")
 public func dispatch_source_testcancel(_ s: UnsafeMutableRawPointer?) -> Int {
-    source(s, "dispatch_source_testcancel")._withUnsafeGuaranteedRef { $0.core.isCancelled ? 1 : 0 }
+    source(s, "dispatch_source_testcancel")._withUnsafeGuaranteedRef { $0.isCancelled ? 1 : 0 }
 }
 
 @_cdecl("dispatch_source_get_handle")
 public func dispatch_source_get_handle(_ s: UnsafeMutableRawPointer?) -> UInt {
-    source(s, "dispatch_source_get_handle")._withUnsafeGuaranteedRef { $0.core.handle }
+    source(s, "dispatch_source_get_handle")._withUnsafeGuaranteedRef { $0.handle }
 }
 
 @_cdecl("dispatch_source_get_mask")
 public func dispatch_source_get_mask(_ s: UnsafeMutableRawPointer?) -> UInt {
-    source(s, "dispatch_source_get_mask")._withUnsafeGuaranteedRef { $0.core.mask }
+    source(s, "dispatch_source_get_mask")._withUnsafeGuaranteedRef { $0.mask }
 }
 
 @_cdecl("dispatch_source_get_data")
 public func dispatch_source_get_data(_ s: UnsafeMutableRawPointer?) -> UInt {
-    source(s, "dispatch_source_get_data")._withUnsafeGuaranteedRef { $0.core.deliveredData.load(ordering: .acquiring) }
+    source(s, "dispatch_source_get_data")._withUnsafeGuaranteedRef { $0.deliveredData.load(ordering: .acquiring) }
 }
 
 @_cdecl("dispatch_source_merge_data")
 public func dispatch_source_merge_data(_ s: UnsafeMutableRawPointer?, _ value: UInt) {
-    source(s, "dispatch_source_merge_data")._withUnsafeGuaranteedRef { $0.core.mergeData(value) }
+    source(s, "dispatch_source_merge_data")._withUnsafeGuaranteedRef { $0.mergeData(value) }
 }
 
 @_cdecl("dispatch_source_set_timer")
 public func dispatch_source_set_timer(_ s: UnsafeMutableRawPointer?, _ start: UInt64, _ interval: UInt64, _ leeway: UInt64) {
-    source(s, "dispatch_source_set_timer")._withUnsafeGuaranteedRef { shell in
-        guard shell.core.type == .timer else {
-            clientBug("dispatch_source_set_timer", "source is not a timer source")
-        }
-        unsafeDowncast(shell.core.monitor, to: TimerMonitor.self).setTimer(start: start, interval: interval, leeway: leeway)
+    source(s, "dispatch_source_set_timer")._withUnsafeGuaranteedRef {
+        $0.setTimer(start: start, interval: interval, leeway: leeway, caller: "dispatch_source_set_timer")
     }
 }

@@ -19,9 +19,8 @@ enum ObjectKind: UInt8 {
 /// redirected item's owner), so an object outlives its last `dispatch_release` for as long
 /// as work needs it, as in libdispatch.
 open class DispatchObject: @unchecked Sendable {
-    @usableFromInline let kind: ObjectKind
-    /// Global objects (root queues, the main queue) ignore retain and release.
-    @usableFromInline let isGlobal: Bool
+    // Words first, the two bytes last, so a subclass's own bytes can share their word
+    // (Swift lays stored properties out in declaration order).
     /// C-side reference count; see above. Starts at 1.
     let externalRefs = Atomic<Int>(1)
     /// `dispatch_set_context`/`dispatch_get_context`. Plain field, like libdispatch's
@@ -38,6 +37,9 @@ open class DispatchObject: @unchecked Sendable {
     /// racing setters each release exactly the reference they replaced; read only by deinit,
     /// when no other reference exists.
     private let objectTargetBits = Atomic<UInt>(0)
+    @usableFromInline let kind: ObjectKind
+    /// Global objects (root queues, the main queue) ignore retain and release.
+    @usableFromInline let isGlobal: Bool
 
     init(kind: ObjectKind, isGlobal: Bool = false) {
         self.kind = kind

@@ -49,17 +49,16 @@ import Synchronization
 ///   `isRetired`: the event thread only. The heap orders nodes by these; a
 ///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
 ///   arm is firing.
-final class TimerNode: @unchecked Sendable {
+/// Not final: a timer source's monitor is a subclass (`SourceTimer`), so a timer source
+/// costs one object for its node and its schedule.
+class TimerNode: @unchecked Sendable {
+    // Declared widest first: Swift lays stored properties out in declaration order, and a
+    // timer source is one of these per source (10,000 armed timers are a benchmark row).
     let fire: DispatchFunction
     let context: UnsafeMutableRawPointer?
 
-    let requestLock = TimerRequestLock()
-    var request = TimerRequest()
-
     var inboxLink: UnsafeMutableRawPointer?
 
-    /// The clock of the arm in the heap.
-    var clock: DispatchClock.Kind = .uptime
     /// The instant the timer may fire, in nanoseconds on `clock`.
     var deadline: UInt64 = 0
     /// `deadline + leeway`, saturating at `DispatchClock.limit`: the instant it should
@@ -76,6 +75,12 @@ final class TimerNode: @unchecked Sendable {
     static let inDueBatch = -2
     /// In its clock's heap or due batch.
     var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
+
+    var request = TimerRequest()
+    let requestLock = TimerRequestLock()
+
+    /// The clock of the arm in the heap.
+    var clock: DispatchClock.Kind = .uptime
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
 
@@ -105,23 +110,24 @@ final class TimerNode: @unchecked Sendable {
 /// What the owner wants of its timer, and what the event thread has done with it. Guarded
 /// by the node's `requestLock`; a plain struct so that the event thread copies it in one go.
 struct TimerRequest {
+    // Words first, then bytes (see TimerNode on layout).
     /// The number of the latest arm; 0 before the first. Each `EventLoop.armTimer` adds 1.
     var arm: UInt64 = 0
-    /// The arm's clock, or nil when it never fires (FOREVER).
-    var clock: DispatchClock.Kind? = nil
     var deadline: UInt64 = 0
     var latest: UInt64 = 0
+    var completion: DispatchFunction? = nil
+    var completionContext: UnsafeMutableRawPointer? = nil
+    /// Written by the event thread when it commits to firing arm `firedArm`. The current
+    /// arm has fired when `firedArm == arm`.
+    var firedArm: UInt64 = 0
+    /// The arm's clock, or nil when it never fires (FOREVER).
+    var clock: DispatchClock.Kind? = nil
     /// False before the first arm and after `disarmTimer`.
     var isArmed = false
     /// Suspended: out of the heap, keeping its arm.
     var isSuspended = false
     /// Cancelled: final. The completion runs on the event thread.
     var isCancelled = false
-    var completion: DispatchFunction? = nil
-    var completionContext: UnsafeMutableRawPointer? = nil
-    /// Written by the event thread when it commits to firing arm `firedArm`. The current
-    /// arm has fired when `firedArm == arm`.
-    var firedArm: UInt64 = 0
     /// True while the node is in the event loop's timer inbox, waiting to be applied.
     var isQueued = false
 

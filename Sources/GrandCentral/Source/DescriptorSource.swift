@@ -31,7 +31,7 @@ final class DescriptorMonitor: SourceMonitor, @unchecked Sendable {
         self.interest = interest
     }
 
-    override func start(_ source: SourceCore) {
+    func start(_ source: SourceCore) {
         // The registration's reference, released when the unregistration completes.
         let context = Unmanaged.passRetained(source).toOpaque()
         let handler: DescriptorHandler = interest == .read ? descriptorReadable : descriptorWritable
@@ -39,13 +39,13 @@ final class DescriptorMonitor: SourceMonitor, @unchecked Sendable {
                                                            handler: handler, context: context)
     }
 
-    override func stop(_ source: SourceCore) {
+    func stop(_ source: SourceCore) {
         guard let registration else { return source.monitorDidStop() }
         EventLoop.shared.unregisterDescriptor(registration, completion: descriptorUnregistered,
                                               context: Unmanaged.passUnretained(source).toOpaque())
     }
 
-    override func eventHandlerDidReturn(_ source: SourceCore) {
+    func eventHandlerDidReturn(_ source: SourceCore) {
         if let registration { EventLoop.shared.rearmDescriptor(registration) }
     }
 }

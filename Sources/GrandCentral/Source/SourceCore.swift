@@ -24,12 +24,13 @@ import Synchronization
 // SignalSource.swift, ProcessSource.swift, VnodeSource.swift); data sources have no monitor
 // of their own (`dispatch_source_merge_data` is their event).
 //
-// Two objects, because of lifetimes. `DispatchSource` (the C handle and the Swift class)
-// is what the client holds; `SourceCore` is what the engine holds: the event thread's
-// registration, scheduled drains. When the client's last reference goes, the source is
-// cancelled without running its cancel handler (libdispatch's behaviour: a released
-// timer stops firing), even though the engine still holds the core until the monitor has
-// stopped.
+// Lifetimes. The engine holds the core while it needs it (a started monitor's
+// registration, a scheduled drain), so the client's references are counted apart from
+// ARC's: in C, `dispatch_release` moves the object's external count, and when it reaches
+// zero the source is cancelled without running its cancel handler (libdispatch's
+// behaviour: a released timer stops firing), even though the core lives on until its
+// monitor has stopped. `SourceCore` is the C handle. Swift code holds a `DispatchSource`
+// (DispatchSource.swift), a small object over the core whose deinit does the same.
 
 /// What a source calls: a function and its argument. The argument is either fixed (a
 /// block, a Swift closure box) or, for the `_f` setters, the source's context as it is
@@ -91,14 +92,21 @@ enum SourceHandlerKind: Int {
 /// - `type`, `handle`, `mask`, `monitor`: immutable after init.
 /// - `state`, `pendingData`, `deliveredData`, `targetBits`: atomics, any thread.
 /// - the three handlers, `retiredTargets`: under `handlerLock`.
-/// - `context`: plain, like a queue's; the client orders setting it with using it.
+/// - `context` (DispatchObject's): plain, like a queue's; the client orders setting it
+///   with using it.
 /// - `lifecycleLock` serializes activation, cancellation and suspension transitions of the
 ///   monitor (start, stop, suspend, resume), so a monitor never sees `stop` before `start`.
-final class SourceCore: @unchecked Sendable {
+final class SourceCore: DispatchObject, @unchecked Sendable {
+    // Bytes first (they share a word after DispatchObject's own), then words: Swift lays
+    // stored properties out in declaration order, and every source is one of these.
     let type: SourceType
+    let handlerLock = SpinLock()
+    let lifecycleLock = SpinLock()
+
     let handle: UInt
     let mask: UInt
-    let monitor: SourceMonitor
+    /// Set once in init (a monitor may need the core's address), read-only afterwards.
+    private(set) var monitor: any SourceMonitor = dataSourceMonitor
 
     let state = Atomic<UInt64>(SourceState.inactive)
     /// Data merged by events and not yet delivered (added, or-ed or replaced by kind).
@@ -107,18 +115,13 @@ final class SourceCore: @unchecked Sendable {
     let deliveredData = Atomic<UInt>(0)
     /// The target queue, an unmanaged retained reference (never 0 after init).
     let targetBits = Atomic<UInt>(0)
+    /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
+    private var retiredTargets: [DispatchQueue] = []
 
-    var context: UnsafeMutableRawPointer?
-
-    let handlerLock = SpinLock()
     /// The event, cancel and registration handlers, by `SourceHandlerKind`.
     private var eventHandler = StoredHandler.none
     private var cancelHandler = StoredHandler.none
     private var registrationHandler = StoredHandler.none
-    /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
-    private var retiredTargets: [DispatchQueue] = []
-
-    let lifecycleLock = SpinLock()
 
     /// Event handler calls a drain makes before it yields its thread back to the target.
     static let drainBudget = 16
@@ -127,13 +130,44 @@ final class SourceCore: @unchecked Sendable {
         self.type = type
         self.handle = handle
         self.mask = mask
-        self.monitor = type.makeMonitor()
         targetBits.store(UInt(bitPattern: Unmanaged.passRetained(target).toOpaque()), ordering: .relaxed)
+        super.init(kind: .source)
+        monitor = type.makeMonitor(for: self)
+    }
+
+    /// `dispatch_source_create`: nil when the type does not accept the handle or mask.
+    static func make(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> SourceCore? {
+        guard type.accepts(handle: handle, mask: mask) else { return nil }
+        let target = queue ?? RootQueues.queue(qos: .default, overcommit: false)
+        return SourceCore(type: type, handle: handle, mask: mask, target: target)
     }
 
     deinit {
+        runFinalizer()  // on the target, which must still be alive
         let bits = targetBits.load(ordering: .acquiring)
         Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    }
+
+    // MARK: DispatchObject
+
+    override var finalizerQueue: DispatchQueue? { target }
+
+    /// The C client's last reference: libdispatch refuses to release an inactive or
+    /// suspended source; an active one is cancelled without its cancel handler (a released
+    /// timer stops firing), and lives on only until its monitor has stopped.
+    override func externalRefsDidReachZero() {
+        let s = SourceState(state.load(ordering: .acquiring))
+        if s.has(SourceState.inactive) { clientBug("dispatch_release", "release of an inactive object") }
+        if s.suspendCount > 0 { clientBug("dispatch_release", "release of a suspended object") }
+        cancel(runCancelHandler: false)
+    }
+
+    override func setTargetObject(_ target: DispatchQueue?, caller: StaticString) { setTarget(target) }
+
+    /// `dispatch_source_set_timer`: a timer source's schedule; misuse on any other kind.
+    func setTimer(start: UInt64, interval: UInt64, leeway: UInt64, caller: StaticString) {
+        guard let timer = monitor as? SourceTimer else { clientBug(caller, "source is not a timer source") }
+        timer.setTimer(start: start, interval: interval, leeway: leeway)
     }
 
     // MARK: Target
@@ -206,7 +240,7 @@ final class SourceCore: @unchecked Sendable {
 
     /// `dispatch_activate`, or the `dispatch_resume` that activates: starts the monitor,
     /// makes the registration handler due. A no-op on an active source.
-    func activate() {
+    override func activateObject() {
         lifecycleLock.lock()
         let old = state.bitwiseAnd(~SourceState.inactive, ordering: .sequentiallyConsistent).oldValue
         guard old & SourceState.inactive != 0 else {
@@ -250,7 +284,7 @@ final class SourceCore: @unchecked Sendable {
         wakeup()
     }
 
-    func suspend() {
+    override func suspendObject() {
         lifecycleLock.lock()
         let old = state.wrappingAdd(SourceState.suspendUnit, ordering: .sequentiallyConsistent).oldValue
         let s = SourceState(old)
@@ -260,14 +294,14 @@ final class SourceCore: @unchecked Sendable {
         lifecycleLock.unlock()
     }
 
-    func resume(caller: StaticString) {
+    override func resumeObject(caller: StaticString) {
         lifecycleLock.lock()
         var s = state.load(ordering: .relaxed)
         while true {
             let q = SourceState(s)
             if q.suspendCount == 0 {
                 lifecycleLock.unlock()
-                if q.has(SourceState.inactive) { return activate() }
+                if q.has(SourceState.inactive) { return activateObject() }
                 clientBug(caller, "over-resume of an object that is not suspended")
             }
             let (done, now) = state.weakCompareExchange(expected: s, desired: s - SourceState.suspendUnit,
@@ -420,7 +454,7 @@ final class SourceCore: @unchecked Sendable {
 
     // MARK: Description
 
-    func debugDescription() -> String {
+    override func debugDescription() -> String {
         let s = SourceState(state.load(ordering: .relaxed))
         var flags: [String] = []
         if s.has(SourceState.inactive) { flags.append("inactive") }

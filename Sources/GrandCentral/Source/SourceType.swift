@@ -70,12 +70,12 @@ enum SourceType: Int, Sendable {
     /// every other kind's zero means "nothing happened".
     var firesWithZeroData: Bool { self == .read || self == .write }
 
-    func makeMonitor() -> SourceMonitor {
+    func makeMonitor(for source: SourceCore) -> any SourceMonitor {
         switch self {
-        case .dataAdd, .dataOr, .dataReplace: return SourceMonitor()
+        case .dataAdd, .dataOr, .dataReplace: return dataSourceMonitor
         case .read: return DescriptorMonitor(interest: .read)
         case .write: return DescriptorMonitor(interest: .write)
-        case .timer: return TimerMonitor()
+        case .timer: return SourceTimer(source: source)
         case .signal: return SignalMonitor()
         case .process: return ProcessMonitor()
         case .vnode: return VnodeMonitor()
@@ -83,8 +83,7 @@ enum SourceType: Int, Sendable {
     }
 }
 
-/// How one kind of source meets the world (see SourceCore.swift). The base class is the
-/// data sources' monitor: nothing to register, and stopping is immediate.
+/// How one kind of source meets the world (see SourceCore.swift).
 ///
 /// Calls come from any thread, serialized by the source's `lifecycleLock` (start, stop,
 /// suspend, resume) or made by its drain (`eventHandlerDidReturn`). `start` is called at
@@ -92,17 +91,31 @@ enum SourceType: Int, Sendable {
 /// monitor merges events with the core's `mergeAdd`/`mergeOr`/`mergeReplace` from
 /// wherever they arrive (the event thread), and calls `monitorDidStop()` exactly once,
 /// after `stop`, when no further merge can happen; until then it keeps the core alive
-/// (the registration's reference).
-class SourceMonitor: @unchecked Sendable {
-    init() {}
+/// (the registration's reference). A protocol rather than a base class so that a kind's
+/// monitor can be an object the event loop needs anyway (a timer source's monitor is its
+/// `TimerNode`): one allocation fewer per source.
+protocol SourceMonitor: AnyObject, Sendable {
     /// Activation: register with the event thread.
-    func start(_ source: SourceCore) {}
+    func start(_ source: SourceCore)
     /// Cancellation: unregister, then `source.monitorDidStop()`.
-    func stop(_ source: SourceCore) { source.monitorDidStop() }
+    func stop(_ source: SourceCore)
     /// The source's suspend count went 0 → 1: stop costing wakeups if the kind can.
-    func suspend(_ source: SourceCore) {}
+    func suspend(_ source: SourceCore)
     /// The suspend count went back to 0.
-    func resume(_ source: SourceCore) {}
+    func resume(_ source: SourceCore)
     /// The drain delivered an event and the handler returned (on the target queue).
+    func eventHandlerDidReturn(_ source: SourceCore)
+}
+
+extension SourceMonitor {
+    func start(_ source: SourceCore) {}
+    func stop(_ source: SourceCore) { source.monitorDidStop() }
+    func suspend(_ source: SourceCore) {}
+    func resume(_ source: SourceCore) {}
     func eventHandlerDidReturn(_ source: SourceCore) {}
 }
+
+/// The data sources' monitor: nothing to register (`dispatch_source_merge_data` is their
+/// event), and stopping is immediate. Stateless, so every data source shares this one.
+final class DataSourceMonitor: SourceMonitor {}
+let dataSourceMonitor = DataSourceMonitor()

@@ -23,21 +23,28 @@ import Glibc
 /// capped at half its interval (libdispatch's cap: a timer may not slip a whole period);
 /// every value saturates at the end of the clock instead of wrapping.
 ///
-/// Fields: `config` and `node.appliedArm` comparisons happen under `configLock` (the
-/// setter, the event thread's fire). `node` is immutable.
-final class TimerMonitor: SourceMonitor, @unchecked Sendable {
+/// The monitor is the timer's node itself (a `TimerNode` subclass): one object per timer
+/// source for the heap entry and the schedule. Its `context` is the core's address; the
+/// started node holds one reference to the core, taken by `start` and dropped by the
+/// cancel's completion.
+///
+/// Fields: `config`, and comparisons of it with `appliedArm`, only under `configLock` (the
+/// setter, the event thread's fire).
+final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
+    /// The schedule. Words first, then bytes (a timer source is one `SourceTimer`; see
+    /// TimerNode on layout).
     struct Config {
-        /// The clock of the next deadline, or nil when the timer never fires (FOREVER, or
-        /// never set).
-        var clock: DispatchClock.Kind? = nil
         /// The next fire's deadline, in nanoseconds on `clock`.
         var deadline: UInt64 = 0
-        /// Nanoseconds between fires; nil for a one-shot timer.
-        var interval: UInt64? = nil
+        /// Nanoseconds between fires; 0 for a one-shot timer.
+        var interval: UInt64 = 0
         var leeway: UInt64 = 0
         /// The event loop's number of the latest arm (0: not armed): a fire of any other
         /// arm is stale (the timer was set again meanwhile) and is dropped.
         var arm: UInt64 = 0
+        /// The clock of the next deadline, or nil when the timer never fires (FOREVER, or
+        /// never set).
+        var clock: DispatchClock.Kind? = nil
         /// Whether the source's monitor is started (the node may be in the heap).
         var isStarted = false
         var isStopped = false
@@ -45,10 +52,9 @@ final class TimerMonitor: SourceMonitor, @unchecked Sendable {
 
     private let configLock = TimerRequestLock()
     private var config = Config()
-    private(set) var node: TimerNode!
 
-    override init() {
-        super.init()
+    init(source: SourceCore) {
+        super.init(fire: timerFired, context: Unmanaged.passUnretained(source).toOpaque())
     }
 
     /// `dispatch_source_set_timer`. Any thread.
@@ -62,7 +68,7 @@ final class TimerMonitor: SourceMonitor, @unchecked Sendable {
             next.interval = max(interval, 1)
         }
         next.leeway = min(leeway, DispatchClock.limit)
-        if let interval = next.interval { next.leeway = min(next.leeway, interval / 2) }
+        if next.interval != 0 { next.leeway = min(next.leeway, next.interval / 2) }
         configLock.lock()
         next.isStarted = config.isStarted
         next.isStopped = config.isStopped
@@ -75,40 +81,41 @@ final class TimerMonitor: SourceMonitor, @unchecked Sendable {
     /// Arms the node for `config`'s next deadline (or disarms it). Under `configLock`.
     private func armLocked() {
         guard let clock = config.clock else {
-            EventLoop.shared.disarmTimer(node)
+            EventLoop.shared.disarmTimer(self)
             config.arm = 0
             return
         }
-        config.arm = EventLoop.shared.armTimer(node, deadline: DispatchClock.encode(clock, config.deadline),
+        config.arm = EventLoop.shared.armTimer(self, deadline: DispatchClock.encode(clock, config.deadline),
                                                leeway: config.leeway)
     }
 
-    override func start(_ source: SourceCore) {
+    func start(_ source: SourceCore) {
         // The node's reference to the core, released by the cancel's completion.
-        node = TimerNode(fire: timerFired, context: Unmanaged.passRetained(source).toOpaque())
+        _ = Unmanaged.passUnretained(source).retain()
         configLock.lock()
         config.isStarted = true
         armLocked()
         configLock.unlock()
     }
 
-    override func stop(_ source: SourceCore) {
+    func stop(_ source: SourceCore) {
         configLock.lock()
         config.isStopped = true
         configLock.unlock()
-        EventLoop.shared.cancelTimer(node, completion: timerCancelled, context: node.context)
+        EventLoop.shared.cancelTimer(self, completion: timerCancelled, context: context)
     }
 
-    override func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(node) }
-    override func resume(_ source: SourceCore) { EventLoop.shared.resumeTimer(node) }
+    func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(self) }
+    func resume(_ source: SourceCore) { EventLoop.shared.resumeTimer(self) }
 
     /// Event thread: the node's arm came due. Returns the fires to merge (0 for a stale
     /// fire), re-arming a repeating timer for its next multiple of the interval.
     fileprivate func fired() -> UInt {
         configLock.lock()
         defer { configLock.unlock() }
-        guard config.arm != 0, node.appliedArm == config.arm, let clock = config.clock else { return 0 }
-        guard let interval = config.interval else {
+        guard config.arm != 0, appliedArm == config.arm, let clock = config.clock else { return 0 }
+        let interval = config.interval
+        guard interval != 0 else {
             config.arm = 0  // spent: stays out of the heap until set again
             return 1
         }
@@ -132,8 +139,7 @@ final class TimerMonitor: SourceMonitor, @unchecked Sendable {
 /// Event thread: a timer source's node fired; `context` is the core (the node's reference).
 private let timerFired: DispatchFunction = { context in
     let source = Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue()
-    let monitor = unsafeDowncast(source.monitor, to: TimerMonitor.self)
-    let count = monitor.fired()
+    let count = unsafeDowncast(source.monitor, to: SourceTimer.self).fired()
     if count != 0 { source.mergeAdd(count) }
 }
 
