@@ -242,15 +242,21 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// makes the registration handler due. A no-op on an active source.
     override func activateObject() {
         lifecycleLock.lock()
-        let old = state.bitwiseAnd(~SourceState.inactive, ordering: .sequentiallyConsistent).oldValue
-        guard old & SourceState.inactive != 0 else {
-            lifecycleLock.unlock()
-            return
+        // One transition: a merge racing with activation must not find the source active
+        // without its registration handler due (that handler runs before the first event).
+        var s = state.load(ordering: .relaxed)
+        while true {
+            guard s & SourceState.inactive != 0 else {
+                lifecycleLock.unlock()
+                return
+            }
+            var desired = s & ~SourceState.inactive
+            if s & SourceState.cancelled == 0 { desired |= SourceState.started | SourceState.registration }
+            let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .sequentiallyConsistent)
+            if done { break }
+            s = now
         }
-        if old & SourceState.cancelled == 0 {
-            state.bitwiseOr(SourceState.started | SourceState.registration, ordering: .sequentiallyConsistent)
-            monitor.start(self)
-        }
+        if s & SourceState.cancelled == 0 { monitor.start(self) }
         lifecycleLock.unlock()
         wakeup()
     }
