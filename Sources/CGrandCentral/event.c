@@ -150,3 +150,10 @@ uint64_t gc_descriptor_writable_bytes(int fd) {
     }
     return 1;
 }
+
+uint64_t gc_descriptor_identity(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 0;
+    uint64_t identity = (uint64_t)st.st_ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)st.st_dev;
+    return identity ? identity : 1;
+}

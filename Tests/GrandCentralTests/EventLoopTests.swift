@@ -592,4 +592,45 @@ final class EventLoopTests: XCTestCase {
             Probe.release(freshContext)
         }
     }
+
+    func testClosedWithoutUnregisteringDoesNotStealFromTheNewFile() {
+        // The client closes a watched pipe without unregistering and opens another one under
+        // the same number: the new file's readiness goes to the new registration only.
+        let loop = EventLoop.shared
+        for round in 0..<20 {
+            let old = FireLog()
+            let fresh = FireLog()
+            let (r1, w1) = makePipe()
+            let oldContext = Probe.context(old, round)
+            let oldToken = loop.registerDescriptor(r1, interest: .read, handler: recordReadiness, context: oldContext)
+            usleep(1_000)  // let the event thread register it
+            close(r1)
+            close(w1)
+            let (r2, w2) = makePipe()
+            XCTAssertEqual(r2, r1, "the test needs the number reused")
+            let freshContext = Probe.context(fresh, round)
+            let freshToken = loop.registerDescriptor(r2, interest: .read, handler: recordReadiness, context: freshContext)
+            writeByte(w2)
+            XCTAssertTrue(waitUntil { fresh.count == 1 }, "round \(round): the new pipe was not reported")
+            usleep(2_000)
+            XCTAssertEqual(old.count, 0, "round \(round): the closed pipe's registration saw the new file's event")
+            let done = FireLog()
+            loop.unregisterDescriptor(oldToken, completion: recordCompletion, context: Probe.context(done, 1))
+            loop.unregisterDescriptor(freshToken, completion: recordCompletion, context: Probe.context(done, 2))
+            XCTAssertTrue(waitUntil { done.count == 2 })
+            // The old unregistration must not have taken the new file out of epoll: a fresh
+            // registration on it still hears.
+            let again = FireLog()
+            let againContext = Probe.context(again, round)
+            let againToken = loop.registerDescriptor(r2, interest: .read, handler: recordReadiness, context: againContext)
+            XCTAssertTrue(waitUntil { again.count == 1 })
+            loop.unregisterDescriptor(againToken, completion: recordCompletion, context: Probe.context(done, 3))
+            XCTAssertTrue(waitUntil { done.count == 3 })
+            close(r2)
+            close(w2)
+            Probe.release(oldContext)
+            Probe.release(freshContext)
+            Probe.release(againContext)
+        }
+    }
 }

@@ -77,6 +77,11 @@ uint64_t gc_descriptor_readable_bytes(int fd);
 /// cannot be told but the descriptor is writable.
 uint64_t gc_descriptor_writable_bytes(int fd);
 
+/// Which open file `fd` is: a hash of its device and inode numbers (fstat), 0 when fd is
+/// not open. Two descriptors on the same file agree; a number that was closed and reused
+/// for another file (almost always) does not.
+uint64_t gc_descriptor_identity(int fd);
+
 /// close(2), retrying nothing (Linux closes the descriptor even on EINTR).
 int gc_descriptor_close(int fd);
 

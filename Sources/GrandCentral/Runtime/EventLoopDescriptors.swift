@@ -30,6 +30,14 @@ import Synchronization
 // registration or, as in libdispatch's epoll code, through a pointer to freed memory.
 // The data holds no pointer: an event is looked up in the table, never dereferenced.
 //
+// Reused numbers. A client may close a watched descriptor and open another file under the
+// same number without cancelling the first source. Each entry remembers which file it
+// watches (`identity`: device and inode); a registration for a different file under the
+// same number retires the old entry (it leaves the table with its generation, keeps its
+// registrations, which never hear again, and is never touched in epoll again: the kernel
+// dropped its interest when the file was closed) and starts a new one. So the old source
+// neither steals the new file's events nor loses its own (it has none left).
+//
 // Descriptors epoll cannot watch (regular files and directories: EPERM) are always
 // ready, as in libdispatch: an armed registration on them is reported at once. A
 // descriptor epoll rejects for another reason (EBADF: not open) reports GC_POLL_ERR each
@@ -66,7 +74,7 @@ typealias DescriptorHandler = @convention(c) (UnsafeMutableRawPointer?, UInt32) 
 ///   after taking the node, so the node is in that inbox at most once).
 /// - `rearmLink`: the rearm inbox's link (written by the pusher, read by the event thread,
 ///   ordered by the inbox's atomics).
-/// - `isRegistered`, `isArmed`: the event thread only.
+/// - `isRegistered`, `isArmed`, `entry`: the event thread only.
 final class DescriptorRegistration: @unchecked Sendable {
     let descriptor: Int32
     let interest: DescriptorInterest
@@ -78,6 +86,8 @@ final class DescriptorRegistration: @unchecked Sendable {
 
     var isRegistered = false
     var isArmed = false
+    /// The entry this registration joined (it stays with a retired entry).
+    var entry: DescriptorTable.Entry?
 
     init(descriptor: Int32, interest: DescriptorInterest, handler: DescriptorHandler,
          context: UnsafeMutableRawPointer?) {
@@ -131,6 +141,11 @@ struct DescriptorTable {
         let descriptor: Int32
         /// Identifies this entry in epoll data; never 0, never reused while it lives.
         let generation: UInt32
+        /// The file it watches (`gc_descriptor_identity`, 0 for a descriptor not open).
+        let identity: UInt64
+        /// Left the table because its number now names another file: nothing is armed
+        /// for it in epoll again.
+        var isRetired = false
         var registrations: [DescriptorRegistration] = []
         /// Whether the descriptor is in the epoll set (ADD done, no DEL since).
         var inPoll = false
@@ -141,9 +156,10 @@ struct DescriptorTable {
         /// get at once (readable and writable for a regular file, error for a bad one).
         var syntheticEvents: UInt32 = 0
 
-        init(descriptor: Int32, generation: UInt32) {
+        init(descriptor: Int32, generation: UInt32, identity: UInt64) {
             self.descriptor = descriptor
             self.generation = generation
+            self.identity = identity
         }
 
         /// The union of the armed registrations' interests.
@@ -164,17 +180,24 @@ struct DescriptorTable {
     var count: Int { entries.count }
 
     /// Adds `registration`, armed, to its descriptor's entry (a new entry, with a new
-    /// generation, if the descriptor had none). Returns the entry.
-    mutating func add(_ registration: DescriptorRegistration) -> Entry {
+    /// generation, if the descriptor had none, or if its entry watches another file than
+    /// `identity` says: that entry is retired, see the file comment). Returns the entry.
+    mutating func add(_ registration: DescriptorRegistration, identity: UInt64 = 0) -> Entry {
         let entry: Entry
-        if let existing = entries[registration.descriptor] {
+        if let existing = entries[registration.descriptor], existing.identity == identity {
             entry = existing
         } else {
-            entry = Entry(descriptor: registration.descriptor, generation: nextGeneration)
+            if let stale = entries[registration.descriptor] {
+                stale.isRetired = true
+                stale.inPoll = false
+                stale.kernelEvents = 0
+            }
+            entry = Entry(descriptor: registration.descriptor, generation: nextGeneration, identity: identity)
             nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
             entries[registration.descriptor] = entry
         }
         entry.registrations.append(registration)
+        registration.entry = entry
         registration.isRegistered = true
         registration.isArmed = true
         return entry
@@ -183,12 +206,13 @@ struct DescriptorTable {
     /// Removes `registration`. Returns its entry, and whether the entry is now empty (in
     /// which case it has left the table and its generation is retired).
     mutating func remove(_ registration: DescriptorRegistration) -> (entry: Entry, isEmpty: Bool)? {
-        guard registration.isRegistered, let entry = entries[registration.descriptor] else { return nil }
+        guard registration.isRegistered, let entry = registration.entry else { return nil }
         entry.registrations.removeAll { $0 === registration }
         registration.isRegistered = false
         registration.isArmed = false
+        registration.entry = nil
         if entry.registrations.isEmpty {
-            entries[registration.descriptor] = nil
+            if entries[registration.descriptor] === entry { entries[registration.descriptor] = nil }
             return (entry, true)
         }
         return (entry, false)
@@ -201,9 +225,9 @@ struct DescriptorTable {
         return entry
     }
 
-    /// The entry of a registered registration.
+    /// The entry of a registered registration (possibly retired).
     func entry(of registration: DescriptorRegistration) -> Entry? {
-        registration.isRegistered ? entries[registration.descriptor] : nil
+        registration.isRegistered ? registration.entry : nil
     }
 }
 
@@ -248,10 +272,10 @@ extension EventLoop {
             let registration = command.registration
             switch command.kind {
             case .register:
-                let entry = descriptors.add(registration)
+                let entry = descriptors.add(registration, identity: gc_descriptor_identity(registration.descriptor))
                 updatePoll(entry)
             case .unregister(let completion, let context):
-                if let (entry, isEmpty) = descriptors.remove(registration) {
+                if let (entry, isEmpty) = descriptors.remove(registration), !entry.isRetired {
                     if isEmpty {
                         if entry.inPoll {
                             // ENOENT/EBADF when the client closed the descriptor first:
@@ -310,6 +334,7 @@ extension EventLoop {
 
     /// Brings the kernel's view of `entry` in line with its armed registrations.
     private func updatePoll(_ entry: DescriptorTable.Entry) {
+        if entry.isRetired { return }  // its file is gone; the number belongs to another
         let wanted = entry.armedEvents
         if entry.syntheticEvents != 0 {
             if wanted != 0 { descriptors.syntheticPending.append(entry) }
