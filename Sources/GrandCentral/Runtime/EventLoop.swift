@@ -61,6 +61,8 @@ final class EventLoop: @unchecked Sendable {
     let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
     /// Registrations whose owner asked to be told about readiness again.
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
+    /// Vnode sources' registrations and unregistrations (EventLoopFiles.swift).
+    let fileInbox = EventLoopInbox<FileCommandLink>()
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -88,6 +90,8 @@ final class EventLoop: @unchecked Sendable {
     private var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
     var descriptors = DescriptorTable()
+    /// The inotify instance and its watches (see EventLoopFiles.swift).
+    var files = FileWatchTable()
 
     /// Creates the epoll instance and the wakeup eventfd and starts the event thread.
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
@@ -309,7 +313,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// An event on the eventfd or a timerfd.
+    /// An event on the eventfd, a timerfd or the inotify descriptor.
     private func handleInternal(_ descriptor: Int32) {
         if descriptor == wakeupDescriptor {
             _ = gc_eventfd_drain(wakeupDescriptor)
@@ -317,6 +321,7 @@ final class EventLoop: @unchecked Sendable {
             wakeupPending.store(false, ordering: .sequentiallyConsistent)
             return
         }
+        if descriptor == files.descriptor { return deliverFileEvents() }
         for kind in DispatchClock.Kind.allCases where timerDescriptors[kind.rawValue] == descriptor {
             if gc_timerfd_drain(descriptor) == -ECANCELED {
                 // The wall clock was set; the kernel disarmed the timer. Re-arm it.
@@ -328,6 +333,7 @@ final class EventLoop: @unchecked Sendable {
     private func drainInboxes() {
         timerInbox.drain { node in apply(node) }
         drainDescriptorInboxes()
+        drainFileInbox()
     }
 
     /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the
