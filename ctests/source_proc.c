@@ -265,6 +265,44 @@ static void many_children(void) {
     dispatch_release(queue);
 }
 
+enum { CHURN = 200 };
+
+static atomic_long churn_events, churn_cancels;
+static void churn_event(void *context) {
+    (void)context;
+    atomic_fetch_add(&churn_events, 1);
+}
+static void churn_cancelled(void *context) {
+    (void)context;
+    atomic_fetch_add(&churn_cancels, 1);
+}
+
+static void churn(void) {
+    check_section("200 sources on a live child activated, cancelled and released at once: no event, each cancel handler still runs once");
+    int release_fd;
+    pid_t pid = fork_waiting_child(0, &release_fd);
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.proc.churn", DISPATCH_QUEUE_CONCURRENT);
+    atomic_store(&churn_events, 0);
+    atomic_store(&churn_cancels, 0);
+    for (int i = 0; i < CHURN; i++) {
+        dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_PROC, (uintptr_t)pid,
+                                                          DISPATCH_PROC_EXIT, queue);
+        CHECK(source != NULL);
+        dispatch_source_set_event_handler_f(source, churn_event);
+        dispatch_source_set_cancel_handler_f(source, churn_cancelled);
+        dispatch_activate(source);
+        dispatch_source_cancel(source);
+        dispatch_release(source);
+    }
+    WAIT_FOR_COUNT(&churn_cancels, CHURN, 10);
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&churn_cancels), CHURN);
+    CHECK_EQ(atomic_load(&churn_events), 0);
+    release_child(release_fd);
+    reap(pid, 0);
+    dispatch_release(queue);
+}
+
 static void rejected(void) {
     check_section("dispatch_source_create returns NULL for pid 0 and for undefined mask bits");
     CHECK(dispatch_source_create(DISPATCH_SOURCE_TYPE_PROC, 0, DISPATCH_PROC_EXIT, NULL) == NULL);
@@ -327,6 +365,7 @@ int main(void) {
     mask_without_exit();
     cancel_before_exit();
     many_children();
+    churn();
 #ifdef __BLOCKS__
     blocks();
 #endif

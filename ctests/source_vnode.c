@@ -283,6 +283,48 @@ static void many_files(void) {
     dispatch_release(queue);
 }
 
+enum { CHURN = 300 };
+
+static atomic_long churn_cancels;
+static void churn_cancelled(void *context) {
+    (void)context;
+    atomic_fetch_add(&churn_cancels, 1);
+}
+
+static void churn(void) {
+    check_section("300 sources on one file activated, cancelled and released at once (each cancel handler still runs once) while a long-lived one keeps watching");
+    char path[64];
+    int fd = make_temp_file(path, sizeof path);
+    static probe_t keeper;
+    dispatch_source_t keep = make_probe_source(&keeper, fd, DISPATCH_VNODE_WRITE,
+                                               dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0));
+    dispatch_activate(keep);
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.vnode.churn", DISPATCH_QUEUE_CONCURRENT);
+    atomic_store(&churn_cancels, 0);
+    for (int i = 0; i < CHURN; i++) {
+        dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_VNODE, (uintptr_t)fd,
+                                                          i % 2 ? DISPATCH_VNODE_ATTRIB : DISPATCH_VNODE_WRITE,
+                                                          queue);
+        CHECK(source != NULL);
+        dispatch_source_set_cancel_handler_f(source, churn_cancelled);
+        dispatch_activate(source);
+        if (i % 16 == 0) write_all(fd, "c");
+        dispatch_source_cancel(source);
+        dispatch_release(source);
+    }
+    WAIT_FOR_COUNT(&churn_cancels, CHURN, 10);
+    // The shared watch survived every removal: the long-lived source still sees writes.
+    settle_and_reset(&keeper);
+    write_all(fd, "still watching");
+    WAIT_FOR_BITS(&keeper, DISPATCH_VNODE_WRITE, "the long-lived source after the churn");
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&churn_cancels), CHURN);
+    cancel_and_check(&keeper);
+    dispatch_release(queue);
+    close(fd);
+    unlink(path);
+}
+
 static void rejected(void) {
     check_section("dispatch_source_create returns NULL for undefined mask bits");
     CHECK(dispatch_source_create(DISPATCH_SOURCE_TYPE_VNODE, 0, 0x80, NULL) == NULL);
@@ -340,6 +382,7 @@ int main(void) {
     directory();
     bad_descriptor();
     many_files();
+    churn();
 #ifdef __BLOCKS__
     blocks();
 #endif

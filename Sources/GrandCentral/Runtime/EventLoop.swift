@@ -15,7 +15,10 @@ import Synchronization
 ///   timer at its deadline, leeway only to share a wakeup; see `TimerHeap`). The wall
 ///   timerfd also asks for TFD_TIMER_CANCEL_ON_SET, so setting the system clock wakes the
 ///   loop to re-evaluate;
-/// - the descriptors of registered sources (see EventLoopDescriptors.swift).
+/// - the descriptors of registered sources (see EventLoopDescriptors.swift), process
+///   sources' pidfds among them (EventLoopProcesses.swift);
+/// - one inotify descriptor for vnode sources, created on first use, with its watch table
+///   (`files`, event thread only; see EventLoopFiles.swift).
 ///
 /// Ownership. The timer heaps, the timerfds' armed instants and the descriptor table
 /// belong to the event thread: only it reads or writes them, so they need no lock. Other
