@@ -29,7 +29,15 @@ fi
 
 passed=0
 failed=()
+# Process and vnode sources do not exist in libdispatch on Linux (their source types are
+# declared unavailable and not exported), so those tests cannot build against it.
+no_reference=(source_proc source_vnode)
+
 for name in "${tests[@]}"; do
+  if [[ " ${no_reference[*]} " == *" $name "* ]]; then
+    printf '%-16s skipped (libdispatch on Linux has no such source type)\n' "$name"
+    continue
+  fi
   if ! "$clang" -fblocks -std=c11 -O2 -g -DGC_REFERENCE_LIBDISPATCH \
       -I"$swift_root/lib/swift" -I"$here" "$here/$name.c" -o "$out/$name" \
       -L"$libdir" -Wl,-rpath,"$libdir" -ldispatch -lBlocksRuntime -pthread 2>"$out/$name.build"; then

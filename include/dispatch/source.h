@@ -64,7 +64,11 @@ DISPATCH_SOURCE_TYPE_DECL(data_replace);
  * A process (handle: its pid, a child or not) and the events in the mask
  * (DISPATCH_PROC_*). On Linux only DISPATCH_PROC_EXIT is reported; FORK, EXEC and SIGNAL
  * are accepted in the mask and never reported (Linux tells no other process about them).
- * The data is the events seen.
+ * The data is the events seen. The source only watches: it never reaps a child, so the
+ * program's own waitpid() still gets the exit status (a child that exited and was not
+ * yet reaped counts as exited). A pid with no process behind it when the source is
+ * activated reports DISPATCH_PROC_EXIT at once, as libdispatch does on Darwin (the
+ * toolchain's libdispatch has no process sources on Linux).
  */
 #define DISPATCH_SOURCE_TYPE_PROC (&_dispatch_source_type_proc)
 DISPATCH_SOURCE_TYPE_DECL(proc);
@@ -109,7 +113,13 @@ DISPATCH_SOURCE_TYPE_DECL(timer);
 /*!
  * @const DISPATCH_SOURCE_TYPE_VNODE
  * Changes to a file (handle: an open descriptor of it) in the mask (DISPATCH_VNODE_*),
- * watched with inotify. The data is the events seen.
+ * watched with inotify. The data is the events seen. Activation returns once the file is
+ * watched. DELETE is reported when the last link goes (even while a descriptor keeps the
+ * file alive), LINK when the link count changes, EXTEND with a WRITE that grew the file;
+ * on a directory, WRITE when entries are created, removed or renamed. FUNLOCK is accepted
+ * and never reported. A descriptor that cannot be watched (closed, invalid) gives a
+ * source that never fires; its cancel handler still runs. Keep the descriptor open until
+ * the cancel handler has run.
  */
 #define DISPATCH_SOURCE_TYPE_VNODE (&_dispatch_source_type_vnode)
 DISPATCH_SOURCE_TYPE_DECL(vnode);

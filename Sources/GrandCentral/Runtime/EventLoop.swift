@@ -15,7 +15,10 @@ import Synchronization
 ///   timer at its deadline, leeway only to share a wakeup; see `TimerHeap`). The wall
 ///   timerfd also asks for TFD_TIMER_CANCEL_ON_SET, so setting the system clock wakes the
 ///   loop to re-evaluate;
-/// - the descriptors of registered sources (see EventLoopDescriptors.swift).
+/// - the descriptors of registered sources (see EventLoopDescriptors.swift), process
+///   sources' pidfds among them (EventLoopProcesses.swift);
+/// - one inotify descriptor for vnode sources, created on first use, with its watch table
+///   (`files`, event thread only; see EventLoopFiles.swift).
 ///
 /// Ownership. The timer heaps, the timerfds' armed instants and the descriptor table
 /// belong to the event thread: only it reads or writes them, so they need no lock. Other
@@ -61,6 +64,8 @@ final class EventLoop: @unchecked Sendable {
     let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
     /// Registrations whose owner asked to be told about readiness again.
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
+    /// Vnode sources' registrations and unregistrations (EventLoopFiles.swift).
+    let fileInbox = EventLoopInbox<FileCommandLink>()
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -88,6 +93,8 @@ final class EventLoop: @unchecked Sendable {
     private var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
     var descriptors = DescriptorTable()
+    /// The inotify instance and its watches (see EventLoopFiles.swift).
+    var files = FileWatchTable()
 
     /// Creates the epoll instance and the wakeup eventfd and starts the event thread.
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
@@ -309,7 +316,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// An event on the eventfd or a timerfd.
+    /// An event on the eventfd, a timerfd or the inotify descriptor.
     private func handleInternal(_ descriptor: Int32) {
         if descriptor == wakeupDescriptor {
             _ = gc_eventfd_drain(wakeupDescriptor)
@@ -317,6 +324,7 @@ final class EventLoop: @unchecked Sendable {
             wakeupPending.store(false, ordering: .sequentiallyConsistent)
             return
         }
+        if descriptor == files.descriptor { return deliverFileEvents() }
         for kind in DispatchClock.Kind.allCases where timerDescriptors[kind.rawValue] == descriptor {
             if gc_timerfd_drain(descriptor) == -ECANCELED {
                 // The wall clock was set; the kernel disarmed the timer. Re-arm it.
@@ -328,6 +336,7 @@ final class EventLoop: @unchecked Sendable {
     private func drainInboxes() {
         timerInbox.drain { node in apply(node) }
         drainDescriptorInboxes()
+        drainFileInbox()
     }
 
     /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the

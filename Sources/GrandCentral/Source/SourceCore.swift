@@ -266,13 +266,19 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// last event handler returned, and only while the source is not suspended).
     /// `runCancelHandler: false` is the implicit cancel of a released source.
     func cancel(runCancelHandler: Bool = true) {
-        if !runCancelHandler { setHandler(.cancel, nil) }
         lifecycleLock.lock()
         let old = state.bitwiseOr(SourceState.cancelled, ordering: .sequentiallyConsistent).oldValue
         if old & SourceState.cancelled != 0 {
+            // Already cancelled: a release after dispatch_source_cancel still runs the
+            // cancel handler, as in libdispatch.
             lifecycleLock.unlock()
             return
         }
+        // Dropped before the monitor can stop (the drain runs the cancel handler only
+        // once STOPPED is set); released after the lock (its dispose may do anything).
+        let dropped = runCancelHandler ? nil : handler(.cancel)
+        if !runCancelHandler { setHandler(.cancel, nil) }
+        defer { _ = dropped }
         if old & SourceState.started != 0 {
             monitor.stop(self)  // calls monitorDidStop, now or later
         } else {
