@@ -25,7 +25,7 @@ import Glibc
 final class ProcessMonitor: SourceMonitor, @unchecked Sendable {
     private var token: ProcessToken?
 
-    override func start(_ source: SourceCore) {
+    func start(_ source: SourceCore) {
         let pid = Int32(truncatingIfNeeded: source.handle)
         let context = Unmanaged.passRetained(source).toOpaque()
         switch EventLoop.shared.registerProcess(pid, handler: processExited, context: context) {
@@ -39,7 +39,7 @@ final class ProcessMonitor: SourceMonitor, @unchecked Sendable {
         }
     }
 
-    override func stop(_ source: SourceCore) {
+    func stop(_ source: SourceCore) {
         guard let token else { return source.monitorDidStop() }
         EventLoop.shared.unregisterProcess(token, completion: processUnregistered,
                                            context: Unmanaged.passUnretained(source).toOpaque())

@@ -18,7 +18,7 @@
 final class VnodeMonitor: SourceMonitor, @unchecked Sendable {
     private var token: FileToken?
 
-    override func start(_ source: SourceCore) {
+    func start(_ source: SourceCore) {
         let context = Unmanaged.passRetained(source).toOpaque()
         token = EventLoop.shared.registerFile(Int32(truncatingIfNeeded: source.handle),
                                               changes: FileChanges(rawValue: source.mask),
@@ -26,7 +26,7 @@ final class VnodeMonitor: SourceMonitor, @unchecked Sendable {
         if token == nil { Unmanaged<SourceCore>.fromOpaque(context).release() }
     }
 
-    override func stop(_ source: SourceCore) {
+    func stop(_ source: SourceCore) {
         guard let token else { return source.monitorDidStop() }
         EventLoop.shared.unregisterFile(token, completion: fileUnregistered,
                                         context: Unmanaged.passUnretained(source).toOpaque())
