@@ -7,7 +7,13 @@ import Glibc
 /// when the last one goes (the last `dispatch_release`, or Swift's last reference), the
 /// source is cancelled without running its cancel handler, as libdispatch does with a
 /// released source; the core lives on only until its monitor has stopped.
-public class DispatchSource: DispatchObject, @unchecked Sendable {
+///
+/// It conforms to the source protocols Dispatch's does; the protocols and their members are
+/// the Swift API (SwiftAPI/DispatchSourceAPI.swift), which also has the subclasses for
+/// process and file system object sources.
+public class DispatchSource: DispatchObject, DispatchSourceProtocol, DispatchSourceRead, DispatchSourceWrite,
+    DispatchSourceSignal, DispatchSourceTimer, DispatchSourceUserDataAdd, DispatchSourceUserDataOr,
+    DispatchSourceUserDataReplace, @unchecked Sendable {
     let core: SourceCore
 
     init(core: SourceCore) {
@@ -17,9 +23,15 @@ public class DispatchSource: DispatchObject, @unchecked Sendable {
 
     /// `dispatch_source_create`: nil when the type does not accept the handle or mask.
     static func make(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> DispatchSource? {
+        makeCore(type: type, handle: handle, mask: mask, queue: queue).map { DispatchSource(core: $0) }
+    }
+
+    /// The engine of a new source (nil when the type does not accept the handle or mask),
+    /// for `make` and for the Swift API's subclasses.
+    static func makeCore(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> SourceCore? {
         guard type.accepts(handle: handle, mask: mask) else { return nil }
         let target = queue ?? RootQueues.queue(qos: .default, overcommit: false)
-        return DispatchSource(core: SourceCore(type: type, handle: handle, mask: mask, target: target))
+        return SourceCore(type: type, handle: handle, mask: mask, target: target)
     }
 
     deinit {
