@@ -275,6 +275,15 @@ final class DispatchSourceTests: XCTestCase {
         XCTAssertTrue(eventually { data.count == 2 })
         sleep(milliseconds: 50)
         XCTAssertEqual(data.values, [3, 7])
+
+        // Zero is stored: it takes back the pending 5, and nothing is delivered (the
+        // toolchain's libdispatch does the same with dispatch_source_merge_data(s, 0)).
+        source.suspend()
+        source.replace(data: 5)
+        source.replace(data: 0)
+        source.resume()
+        sleep(milliseconds: 50)
+        XCTAssertEqual(data.values, [3, 7])
         source.cancel()
     }
 

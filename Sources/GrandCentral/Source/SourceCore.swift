@@ -263,9 +263,10 @@ final class SourceCore: @unchecked Sendable {
     }
 
     /// `dispatch_source_merge_data` on a data source (any other kind ignores it, as
-    /// libdispatch does). Zero merges nothing.
+    /// libdispatch does). Zero adds or ors nothing; a replace with zero is stored, taking
+    /// back a pending event (the drain skips zero data), as in libdispatch.
     func mergeData(_ value: UInt) {
-        if value == 0 { return }
+        if value == 0 && type != .dataReplace { return }
         switch type {
         case .dataAdd: mergeAdd(value)
         case .dataOr: mergeOr(value)

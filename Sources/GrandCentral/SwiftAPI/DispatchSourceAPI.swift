@@ -392,7 +392,8 @@ extension DispatchSourceUserDataOr {
 }
 
 extension DispatchSourceUserDataReplace {
-    /// Replaces the pending data with `data` and makes the event handler due; 0 does nothing.
+    /// Replaces the pending data with `data` and makes the event handler due; 0 is stored
+    /// but makes nothing due (a pending event is taken back).
     public func replace(data: UInt) { sourceObject.core.mergeData(data) }
 }
 
