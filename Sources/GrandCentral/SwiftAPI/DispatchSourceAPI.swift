@@ -2,12 +2,13 @@ import Glibc
 
 // The Swift API of dispatch sources, spelled as Swift's Dispatch spells it.
 //
-// As in Dispatch, `DispatchSource` is one class that conforms to every source protocol, and
-// the protocols' members are implemented once, in protocol extensions that reach the class
-// (`sourceObject`); `make…Source` returns the class as the protocol of its kind. Beyond
-// Dispatch on Linux, and spelled as Darwin's Dispatch spells them: process sources
-// (`DispatchSourceProcess`, `DispatchSource.ProcessEvent`, `makeProcessSource`) and file
-// system object sources (`DispatchSourceFileSystemObject`, `makeFileSystemObjectSource`).
+// As in Dispatch, `DispatchSource` is one class that conforms to every source protocol of
+// Dispatch on Linux, and the protocols' members are implemented once, in protocol extensions
+// that reach the class (`sourceObject`); `make…Source` returns the class as the protocol of
+// its kind. Beyond Dispatch on Linux, and spelled as Darwin's Dispatch spells them: process
+// sources (`DispatchSourceProcess`, `DispatchSource.ProcessEvent`, `makeProcessSource`) and
+// file system object sources (`DispatchSourceFileSystemObject`, `makeFileSystemObjectSource`),
+// made as two internal subclasses (see below why not the class itself).
 //
 // The API calls the engine directly (SourceCore.swift), not the C ABI:
 // - A handler closure becomes a `SourceHandler` whose context is a retained `ClosureBox`
