@@ -3,7 +3,13 @@
 /// the last one goes, the source is cancelled without running its cancel handler, as
 /// Dispatch does with a released source; the core lives on only until its monitor has
 /// stopped.
-public class DispatchSource: DispatchObject, @unchecked Sendable {
+///
+/// It conforms to the source protocols Dispatch's does; the protocols and their members are
+/// the Swift API (SwiftAPI/DispatchSourceAPI.swift), which also has the subclasses for
+/// process and file system object sources.
+public class DispatchSource: DispatchObject, DispatchSourceProtocol, DispatchSourceRead, DispatchSourceWrite,
+    DispatchSourceSignal, DispatchSourceTimer, DispatchSourceUserDataAdd, DispatchSourceUserDataOr,
+    DispatchSourceUserDataReplace, @unchecked Sendable {
     let core: SourceCore
 
     init(core: SourceCore) {
@@ -13,7 +19,13 @@ public class DispatchSource: DispatchObject, @unchecked Sendable {
 
     /// A source of `type`; nil when the type does not accept the handle or mask.
     static func make(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> DispatchSource? {
-        SourceCore.make(type: type, handle: handle, mask: mask, queue: queue).map { DispatchSource(core: $0) }
+        makeCore(type: type, handle: handle, mask: mask, queue: queue).map { DispatchSource(core: $0) }
+    }
+
+    /// The engine of a new source (nil when the type does not accept the handle or mask),
+    /// for `make` and for the Swift API's subclasses.
+    static func makeCore(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> SourceCore? {
+        SourceCore.make(type: type, handle: handle, mask: mask, queue: queue)
     }
 
     deinit {

@@ -278,7 +278,14 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         // once STOPPED is set); released after the lock (its dispose may do anything).
         let dropped = runCancelHandler ? nil : handler(.cancel)
         if !runCancelHandler { setHandler(.cancel, nil) }
-        defer { _ = dropped }
+        // No event or registration handler starts after this (a drain running one holds
+        // its own reference): drop them now, which also breaks the cycle a handler that
+        // captures its source makes, even if the source never runs again (an inactive or
+        // suspended source keeps only its cancel handler).
+        let droppedEvent = handler(.event), droppedRegistration = handler(.registration)
+        setHandler(.event, nil)
+        setHandler(.registration, nil)
+        defer { _ = (dropped, droppedEvent, droppedRegistration) }
         if old & SourceState.started != 0 {
             monitor.stop(self)  // calls monitorDidStop, now or later
         } else {
@@ -353,14 +360,17 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     }
 
     /// `dispatch_source_merge_data` on a data source (any other kind ignores it, as
-    /// libdispatch does). Zero merges nothing.
-    func mergeData(_ value: UInt) {
-        if value == 0 { return }
+    /// libdispatch does). Zero adds or ors nothing; a replace with zero is stored, taking
+    /// back a pending event (the drain skips zero data), as in libdispatch.
+    func mergeData(_ value: UInt, caller: StaticString = "dispatch_source_merge_data") {
+        if value == 0 && type != .dataReplace { return }
         switch type {
         case .dataAdd: mergeAdd(value)
         case .dataOr: mergeOr(value)
         case .dataReplace: mergeReplace(value)
-        default: return
+        default:
+            // libdispatch crashes here too; say why.
+            clientBug(caller, "the source is not a DATA_ADD, DATA_OR or DATA_REPLACE source")
         }
     }
 
