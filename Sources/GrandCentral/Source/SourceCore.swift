@@ -182,12 +182,20 @@ final class SourceCore: @unchecked Sendable {
     /// last event handler returned, and only while the source is not suspended).
     /// `runCancelHandler: false` is the implicit cancel of a released source.
     func cancel(runCancelHandler: Bool = true) {
-        if !runCancelHandler { setHandler(.cancel, nil) }
         lifecycleLock.lock()
         let old = state.bitwiseOr(SourceState.cancelled, ordering: .sequentiallyConsistent).oldValue
         if old & SourceState.cancelled != 0 {
             lifecycleLock.unlock()
             return
+        }
+        // Only the implicit cancel that actually cancels drops the cancel handler: a source
+        // the client cancelled and then released (the usual way to end one) keeps it. Taken
+        // before the monitor stops (the drain runs it only once STOPPED is set), released
+        // after the locks (its dispose may run any code).
+        let dropped: SourceHandler? = runCancelHandler ? nil : handlerLock.withLock {
+            let handler = handlers[SourceHandlerKind.cancel.rawValue]
+            handlers[SourceHandlerKind.cancel.rawValue] = nil
+            return handler
         }
         if old & SourceState.started != 0 {
             monitor.stop(self)  // calls monitorDidStop, now or later
@@ -195,6 +203,7 @@ final class SourceCore: @unchecked Sendable {
             state.bitwiseOr(SourceState.stopped, ordering: .sequentiallyConsistent)
         }
         lifecycleLock.unlock()
+        withExtendedLifetime(dropped) {}
         wakeup()
     }
 
