@@ -239,11 +239,24 @@ extension EventLoop {
     /// `rearmDescriptor`. Any thread.
     func registerDescriptor(_ descriptor: Int32, interest: DescriptorInterest,
                             handler: DescriptorHandler, context: UnsafeMutableRawPointer?) -> DescriptorToken {
-        let registration = DescriptorRegistration(descriptor: descriptor, interest: interest,
-                                                  handler: handler, context: context)
-        descriptorInbox.push(DescriptorCommand(.register, registration))
+        let token = makeDescriptorRegistration(descriptor, interest: interest, handler: handler, context: context)
+        registerDescriptor(token)
+        return token
+    }
+
+    /// The first half of `registerDescriptor`: a token that is not registered yet, for an
+    /// owner that must store the token before the handler can first be called (which may
+    /// happen on the event thread before `registerDescriptor` returns). Any thread.
+    func makeDescriptorRegistration(_ descriptor: Int32, interest: DescriptorInterest,
+                                    handler: DescriptorHandler, context: UnsafeMutableRawPointer?) -> DescriptorToken {
+        DescriptorToken(registration: DescriptorRegistration(descriptor: descriptor, interest: interest,
+                                                             handler: handler, context: context))
+    }
+
+    /// The second half: registers a token from `makeDescriptorRegistration`, once. Any thread.
+    func registerDescriptor(_ token: DescriptorToken) {
+        descriptorInbox.push(DescriptorCommand(.register, token.registration))
         requestWakeup()
-        return DescriptorToken(registration: registration)
     }
 
     /// Asks for the next readiness of a registration whose handler was called. Ignored

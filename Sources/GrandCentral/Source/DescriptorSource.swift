@@ -20,9 +20,10 @@ import Glibc
 /// source reports an estimate of the buffer space. The library never closes the caller's
 /// descriptor.
 ///
-/// `registration` is written once by `start` and read by `stop` and
-/// `eventHandlerDidReturn`; the source's lifecycle lock orders start before stop, and the
-/// drain (which calls `eventHandlerDidReturn`) only runs after activation published it.
+/// `registration` is written once by `start`, before the registration is pushed to the
+/// event thread, and read by `stop` and `eventHandlerDidReturn`; the source's lifecycle
+/// lock orders start before stop, and the drain (which calls `eventHandlerDidReturn`) runs
+/// only after an event the push made possible, so after the store.
 final class DescriptorMonitor: SourceMonitor, @unchecked Sendable {
     let interest: DescriptorInterest
     private var registration: DescriptorToken?
@@ -35,8 +36,13 @@ final class DescriptorMonitor: SourceMonitor, @unchecked Sendable {
         // The registration's reference, released when the unregistration completes.
         let context = Unmanaged.passRetained(source).toOpaque()
         let handler: DescriptorHandler = interest == .read ? descriptorReadable : descriptorWritable
-        registration = EventLoop.shared.registerDescriptor(Int32(truncatingIfNeeded: source.handle), interest: interest,
-                                                           handler: handler, context: context)
+        let token = EventLoop.shared.makeDescriptorRegistration(Int32(truncatingIfNeeded: source.handle),
+                                                                interest: interest, handler: handler, context: context)
+        // Stored before registering: the first readiness can be reported, and the handler
+        // run and return (`eventHandlerDidReturn` reads this to re-arm), before
+        // `registerDescriptor` returns. The inbox push publishes the store.
+        registration = token
+        EventLoop.shared.registerDescriptor(token)
     }
 
     func stop(_ source: SourceCore) {

@@ -292,6 +292,7 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             state.bitwiseOr(SourceState.stopped, ordering: .sequentiallyConsistent)
         }
         lifecycleLock.unlock()
+        withExtendedLifetime(dropped) {}
         wakeup()
     }
 

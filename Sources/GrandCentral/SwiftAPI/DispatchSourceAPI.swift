@@ -19,7 +19,7 @@ import Glibc
 //   cancelled item's body is skipped, and the item completes (wait/notify) the first time.
 // - `qos` and `flags` of the closure setters are accepted and not used: GrandCentral runs
 //   handlers at their target queue's QoS, as it runs a queue's items.
-// - Timers go to `TimerMonitor.setTimer` with `dispatch_time_t` values, as
+// - Timers go to `SourceCore.setTimer` with `dispatch_time_t` values, as
 //   `dispatch_source_set_timer` takes them: a `.never` (or infinite) repeat interval is
 //   FOREVER, i.e. a one-shot timer; seconds convert to nanoseconds, saturating.
 // - Misuse that Dispatch traps on (a negative descriptor, a signal number out of range, a
