@@ -16,6 +16,7 @@ import Synchronization
 ///   timerfd also asks for TFD_TIMER_CANCEL_ON_SET, so setting the system clock wakes the
 ///   loop to re-evaluate;
 /// - the descriptors of registered sources (see EventLoopDescriptors.swift).
+/// - the signalfd of signal sources, with generation 0 (see EventLoopSignals.swift).
 ///
 /// Ownership. The timer heaps, the timerfds' armed instants and the descriptor table
 /// belong to the event thread: only it reads or writes them, so they need no lock. Other
@@ -61,6 +62,11 @@ final class EventLoop: @unchecked Sendable {
     let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
     /// Registrations whose owner asked to be told about readiness again.
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
+    /// Signal registrations and unregistrations, in submission order.
+    let signalInbox = EventLoopInbox<SignalCommandLink>()
+    /// The event thread's kernel thread id, 0 until it has blocked every signal (see
+    /// EventLoopSignals.swift). Stored once by the event thread.
+    let kernelThreadID = Atomic<Int32>(0)
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -88,6 +94,8 @@ final class EventLoop: @unchecked Sendable {
     private var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
     var descriptors = DescriptorTable()
+    /// Registered signals and the signalfd (see EventLoopSignals.swift).
+    var signals = SignalTable()
 
     /// Creates the epoll instance and the wakeup eventfd and starts the event thread.
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
@@ -271,6 +279,7 @@ final class EventLoop: @unchecked Sendable {
     private func run() -> Never {
         let capacity: Int32 = 64
         let events = UnsafeMutablePointer<gc_poll_event_t>.allocate(capacity: Int(capacity))
+        blockSignalsOnEventThread()
         eventThread.store(pthread_self(), ordering: .relaxed)
         while true {
             let count = gc_poll_wait(poll, events, capacity, -1)
@@ -299,7 +308,7 @@ final class EventLoop: @unchecked Sendable {
             while true {
                 deliverSyntheticReadiness()
                 if serviceTimers() { firedTimers = true }
-                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty {
+                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty && signalInbox.isEmpty {
                     break
                 }
                 readClocks()
@@ -309,8 +318,9 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// An event on the eventfd or a timerfd.
+    /// An event on the eventfd, a timerfd or the signalfd.
     private func handleInternal(_ descriptor: Int32) {
+        if handleSignalDescriptor(descriptor) { return }
         if descriptor == wakeupDescriptor {
             _ = gc_eventfd_drain(wakeupDescriptor)
             // Before the inboxes are emptied (see the type's comment).
@@ -328,6 +338,7 @@ final class EventLoop: @unchecked Sendable {
     private func drainInboxes() {
         timerInbox.drain { node in apply(node) }
         drainDescriptorInboxes()
+        drainSignalInbox()
     }
 
     /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the
