@@ -7,11 +7,15 @@
 // it; dispatch_source_create refuses signal 0, 65 and a nonzero mask.
 //
 // GrandCentral promises more than libdispatch on Linux, which replaces the program's
-// handler, keeps it after the last source is gone, and blocks signals in its worker
-// threads; those checks are off in the reference build (GC_REFERENCE_LIBDISPATCH): a
-// handler the program installed with sigaction (SA_SIGINFO and plain forms) keeps running
-// alongside the source; cancelling the last source restores the program's disposition;
-// a process posix_spawn()ed from a worker starts with the program's signal mask.
+// handler, keeps it after the last source is gone, installs it later (on its manager
+// thread: a raise() right after dispatch_activate kills the process) and blocks signals in
+// its worker threads (a raise() there never reaches the source); those checks are off in
+// the reference build (GC_REFERENCE_LIBDISPATCH): a handler the program installed with
+// sigaction (SA_SIGINFO and plain forms) keeps running alongside the source for signals
+// sent to a thread (for kill() the event thread may take the instance first: source.h);
+// cancelling the last source restores the program's disposition; a raise() right after
+// activation and a raise() on a worker reach the source; a process posix_spawn()ed from
+// a worker starts with the program's signal mask.
 //
 // The "blocked in every thread" case runs in a copy of this program exec'd with SIGUSR1
 // already blocked: the library captures the program's mask when it loads and gives it to

@@ -26,6 +26,15 @@ import Synchronization
 // signal the program blocks in every thread stays pending for the process; the signalfd
 // reads that as well.
 //
+// A known gap: the signalfd reads the process's pending set as well as this thread's, so a
+// signal sent to the process (kill) can be taken here, in the instant between the kernel
+// choosing a thread of the program to run the handler and that thread doing so. The source
+// counts it all the same; the program's own handler is not called for that instance (the
+// event thread never calls it). Signals sent to a thread (raise, pthread_kill) reach that
+// thread's handler every time. Telling the two apart (ssi_code/ssi_pid of a re-sent
+// signal are SI_TKILL/our pid) and re-queueing the stolen instance for the program would
+// close the gap; rejected for now as it loops on a signal the program blocks everywhere.
+//
 // Coalescing: the kernel keeps at most one instance of a standard (non-real-time) signal
 // pending per thread and one per process, so signals sent several times before the event
 // thread reads them count at least once, not once per send. Real-time signals queue and
