@@ -404,6 +404,53 @@ static void spawn_mask(uint64_t program_mask) {
 #endif
 }
 
+// MARK: - Churn
+
+#define CHURN_THREADS 4
+#define CHURN_ROUNDS 100
+static atomic_long churn_cancels;
+
+static void churn_cancelled(void *context) {
+    (void)context;
+    atomic_fetch_add(&churn_cancels, 1);
+}
+
+static void churn_round(void *context, size_t index) {
+    (void)context;
+    (void)index;
+    for (int i = 0; i < CHURN_ROUNDS; i++) {
+        dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_SIGNAL, SIGUSR2, 0,
+                                                          dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0));
+        CHECK(source != NULL);
+        dispatch_source_set_cancel_handler_f(source, churn_cancelled);
+        dispatch_activate(source);
+        dispatch_source_cancel(source);
+        dispatch_release(source);
+    }
+}
+
+static void churn(void) {
+    check_section("sources on one signal created, cancelled and released on 4 threads, signals meanwhile");
+    // SIGUSR2 has the program's SA_SIGINFO handler (program_handlers_and_two_sources).
+    atomic_store(&churn_cancels, 0);
+    long calls = siginfo_handler_calls;
+    dispatch_apply_f(CHURN_THREADS, dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0), NULL,
+                     churn_round);
+    for (int i = 0; i < 20; i++) raise_here(SIGUSR2);
+    // Cancelled, then released at once: each cancel handler runs all the same.
+    WAIT_FOR_COUNT(&churn_cancels, CHURN_THREADS * CHURN_ROUNDS, 20);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    CHECKF(disposition_is(SIGUSR2, NULL, program_siginfo_handler),
+           "SIGUSR2's disposition is not the program's handler after the churn");
+    raise_here(SIGUSR2);
+    CHECK_EQ(siginfo_handler_calls, calls + 21);
+    printf("   %d sources, %ld cancel handlers; the program's handler is installed again\n",
+           CHURN_THREADS * CHURN_ROUNDS, atomic_load(&churn_cancels));
+#else
+    (void)calls;
+#endif
+}
+
 #ifdef __BLOCKS__
 static void block_handlers(void) {
     check_section("block handlers (clang)");
@@ -509,6 +556,7 @@ int main(int argc, char **argv) {
     default_disposition();
     program_handlers_and_two_sources();
     blocked_in_main_thread();
+    churn();
     spawn_mask(mask_bits(&initial));
 #ifdef __BLOCKS__
     block_handlers();

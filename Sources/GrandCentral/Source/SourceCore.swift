@@ -182,7 +182,9 @@ final class SourceCore: @unchecked Sendable {
     /// last event handler returned, and only while the source is not suspended).
     /// `runCancelHandler: false` is the implicit cancel of a released source.
     func cancel(runCancelHandler: Bool = true) {
-        if !runCancelHandler { setHandler(.cancel, nil) }
+        // Only a source nobody cancelled loses its cancel handler: one that was cancelled
+        // and then released still runs it, as in libdispatch (cancel, release at once).
+        if !runCancelHandler && !isCancelled { setHandler(.cancel, nil) }
         lifecycleLock.lock()
         let old = state.bitwiseOr(SourceState.cancelled, ordering: .sequentiallyConsistent).oldValue
         if old & SourceState.cancelled != 0 {
