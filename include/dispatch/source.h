@@ -90,14 +90,18 @@ DISPATCH_SOURCE_TYPE_DECL(read);
  * merges while one is pending count once).
  *
  * What a program may rely on: the source receives the signal whether or not the program
- * blocked it, and while at least one source watches a signal its default action (ending
- * the process, for most) does not happen. A handler the program installed with sigaction()
- * before creating the source keeps being called, alongside the source. When the last
- * source for a signal is cancelled, the program's own disposition is restored. A
- * disposition the program sets *after* activating a source replaces the library's: with
- * SIG_IGN the kernel then discards the signal and the source sees nothing (set SIG_IGN
- * first, as on Darwin, if that is the intent). Threads the library creates, and processes
- * they spawn, keep the signal mask the program had when it loaded the library.
+ * blocked it (except a raise() in a thread that blocks it: that stays pending there), and from
+ * the return of dispatch_activate() until the last source for the signal is cancelled its
+ * default action (ending the process, for most) does not happen. A handler the program
+ * installed with sigaction() before creating the source keeps being called alongside the
+ * source for a signal sent to a thread (raise(), pthread_kill()); one sent to the process
+ * (kill()) may be taken by the library's thread before a thread of the program runs the
+ * handler, and is then only counted. When the last source for a signal is cancelled, the
+ * program's own disposition is restored. A disposition the program sets *after* activating
+ * a source replaces the library's: with SIG_IGN the kernel then discards the signal and the
+ * source sees nothing (set SIG_IGN first, as on Darwin, if that is the intent). Threads the
+ * library creates, and processes they spawn, keep the signal mask the program had when it
+ * loaded the library.
  */
 #define DISPATCH_SOURCE_TYPE_SIGNAL (&_dispatch_source_type_signal)
 DISPATCH_SOURCE_TYPE_DECL(signal);

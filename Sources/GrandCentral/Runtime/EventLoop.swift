@@ -18,7 +18,8 @@ import Synchronization
 /// - the descriptors of registered sources (see EventLoopDescriptors.swift), process
 ///   sources' pidfds among them (EventLoopProcesses.swift);
 /// - one inotify descriptor for vnode sources, created on first use, with its watch table
-///   (`files`, event thread only; see EventLoopFiles.swift).
+///   (`files`, event thread only; see EventLoopFiles.swift);
+/// - the signalfd of signal sources, with generation 0 (see EventLoopSignals.swift).
 ///
 /// Ownership. The timer heaps, the timerfds' armed instants and the descriptor table
 /// belong to the event thread: only it reads or writes them, so they need no lock. Other
@@ -66,6 +67,11 @@ final class EventLoop: @unchecked Sendable {
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
     /// Vnode sources' registrations and unregistrations (EventLoopFiles.swift).
     let fileInbox = EventLoopInbox<FileCommandLink>()
+    /// Signal registrations and unregistrations, in submission order.
+    let signalInbox = EventLoopInbox<SignalCommandLink>()
+    /// The event thread's kernel thread id, 0 until it has blocked every signal (see
+    /// EventLoopSignals.swift). Stored once by the event thread.
+    let kernelThreadID = Atomic<Int32>(0)
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -95,6 +101,8 @@ final class EventLoop: @unchecked Sendable {
     var descriptors = DescriptorTable()
     /// The inotify instance and its watches (see EventLoopFiles.swift).
     var files = FileWatchTable()
+    /// Registered signals and the signalfd (see EventLoopSignals.swift).
+    var signals = SignalTable()
 
     /// Creates the epoll instance and the wakeup eventfd and starts the event thread.
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
@@ -278,6 +286,7 @@ final class EventLoop: @unchecked Sendable {
     private func run() -> Never {
         let capacity: Int32 = 64
         let events = UnsafeMutablePointer<gc_poll_event_t>.allocate(capacity: Int(capacity))
+        blockSignalsOnEventThread()
         eventThread.store(pthread_self(), ordering: .relaxed)
         while true {
             let count = gc_poll_wait(poll, events, capacity, -1)
@@ -306,7 +315,7 @@ final class EventLoop: @unchecked Sendable {
             while true {
                 deliverSyntheticReadiness()
                 if serviceTimers() { firedTimers = true }
-                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty {
+                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty && signalInbox.isEmpty {
                     break
                 }
                 readClocks()
@@ -316,8 +325,9 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// An event on the eventfd, a timerfd or the inotify descriptor.
+    /// An event on the eventfd, a timerfd, the signalfd or the inotify descriptor.
     private func handleInternal(_ descriptor: Int32) {
+        if handleSignalDescriptor(descriptor) { return }
         if descriptor == wakeupDescriptor {
             _ = gc_eventfd_drain(wakeupDescriptor)
             // Before the inboxes are emptied (see the type's comment).
@@ -337,6 +347,7 @@ final class EventLoop: @unchecked Sendable {
         timerInbox.drain { node in apply(node) }
         drainDescriptorInboxes()
         drainFileInbox()
+        drainSignalInbox()
     }
 
     /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the
