@@ -92,7 +92,7 @@ final class SignalSourceTests: XCTestCase {
             sleep(milliseconds: 30)
         }
         XCTAssertEqual(probe.calls.load(ordering: .sequentiallyConsistent), 0)
-        source.core.resume(caller: "test")
+        source.resumeObject(caller: "test")
         XCTAssertTrue(eventually { probe.total.load(ordering: .sequentiallyConsistent) >= 3 })
         XCTAssertEqual(probe.total.load(ordering: .sequentiallyConsistent), 3)
         XCTAssertEqual(probe.calls.load(ordering: .sequentiallyConsistent), 1)
