@@ -106,9 +106,7 @@ static void collect(void *context, bool done, dispatch_data_t data, int error) {
     latch_arrive(&c->done);
 }
 
-static void collector_wait(collector_t *c) {
-    CHECKF(latch_wait(&c->done, 30), "the read finished");
-}
+#define collector_wait(c) CHECKF(latch_wait(&(c)->done, 30), "%s finished", #c)
 
 static atomic_int cleanups;
 static int last_cleanup_error;
@@ -116,6 +114,11 @@ static void count_cleanup(void *context, int error) {
     last_cleanup_error = error;
     atomic_fetch_add(&cleanups, 1);
     if (context) latch_arrive(context);
+}
+
+static void latch_arrive_cleanup(void *context, int error) {
+    (void)error;
+    latch_arrive(context);
 }
 
 static dispatch_queue_t global(void) { return dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0); }
@@ -271,7 +274,9 @@ static void test_pipe_in_order(size_t low, size_t high) {
     unsigned char *bytes = random_bytes(size, 3);
     writer_t w = { p[1], bytes, size, 0 };
     pthread_t thread;
-    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), NULL, count_cleanup);
+    latch_t cleaned;
+    latch_init(&cleaned, 1);
+    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &cleaned, latch_arrive_cleanup);
     if (high) dispatch_io_set_high_water(io, high);
     if (low) dispatch_io_set_low_water(io, low);
     collector_t c;
@@ -291,6 +296,7 @@ static void test_pipe_in_order(size_t low, size_t high) {
     if (low) CHECKF(c.min_partial >= low, "smallest partial chunk %zu < low water %zu", c.min_partial, low);
     dispatch_io_close(io, 0);
     dispatch_release(io);
+    CHECK(latch_wait(&cleaned, 10));  // the channel owns the descriptor until then
     close(p[0]);
     free(c.bytes);
     free(bytes);
@@ -370,7 +376,9 @@ static void test_epipe(void) {
     int p[2];
     CHECK(pipe(p) == 0);
     close(p[0]);
-    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, p[1], global(), NULL, NULL);
+    latch_t cleaned;
+    latch_init(&cleaned, 1);
+    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, p[1], global(), &cleaned, latch_arrive_cleanup);
     static char text[] = "nobody is listening";
     dispatch_data_t data = dispatch_data_create_f(text, sizeof text, NULL, NULL);
     collector_t c;
@@ -382,6 +390,7 @@ static void test_epipe(void) {
     dispatch_io_close(io, 0);
     dispatch_release(io);
     dispatch_release(data);
+    CHECK(latch_wait(&cleaned, 10));
     close(p[1]);
 #endif
 }
@@ -408,7 +417,9 @@ static void test_request_response(void) {
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, peer_thread, &sv[1]) == 0);
-    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, sv[0], global(), NULL, NULL);
+    latch_t cleaned;
+    latch_init(&cleaned, 1);
+    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, sv[0], global(), &cleaned, latch_arrive_cleanup);
     const size_t big = 16u << 20;
     unsigned char *bytes = random_bytes(big, 4);
     dispatch_data_t request = dispatch_data_create_f(bytes, big, NULL, DISPATCH_DATA_DESTRUCTOR_FREE_F);
@@ -427,6 +438,7 @@ static void test_request_response(void) {
     dispatch_io_close(io, 0);
     dispatch_release(io);
     dispatch_release(request);
+    CHECK(latch_wait(&cleaned, 10));
     shutdown(sv[0], SHUT_RDWR);
     pthread_join(thread, NULL);
     close(sv[0]);
