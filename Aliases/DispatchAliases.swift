@@ -12,6 +12,7 @@ import GrandCentral
 typealias DispatchData = GrandCentral.DispatchData
 typealias DispatchDataIterator = GrandCentral.DispatchDataIterator
 typealias DispatchGroup = GrandCentral.DispatchGroup
+typealias DispatchIO = GrandCentral.DispatchIO
 typealias DispatchObject = GrandCentral.DispatchObject
 typealias DispatchPredicate = GrandCentral.DispatchPredicate
 typealias DispatchQoS = GrandCentral.DispatchQoS

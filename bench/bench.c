@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -573,6 +574,82 @@ static double case_merge_data(void) {
     return items_per_us(MERGES, t1 - t0);
 }
 
+// --- dispatch_io: a 256 MiB cached file read through a channel with a 1 MiB high water ---
+
+#ifndef __GRANDCENTRAL__
+typedef void (*dispatch_io_handler_function_t)(void *context, bool done, dispatch_data_t data, int error);
+dispatch_io_t dispatch_io_create_f(dispatch_io_type_t type, dispatch_fd_t fd, dispatch_queue_t queue,
+        void *context, void (*cleanup_handler)(void *context, int error));
+void dispatch_io_read_f(dispatch_io_t channel, off_t offset, size_t length, dispatch_queue_t queue,
+        void *context, dispatch_io_handler_function_t io_handler);
+#endif
+
+#define IO_FILE_SIZE (256ull << 20)
+static char io_path[64];
+
+/// Creates the file (once per process) and reads it once so it is in the page cache.
+static int io_file(void) {
+    snprintf(io_path, sizeof io_path, "/tmp/gc-bench-io-%d", (int)getpid());
+    int fd = open(io_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) fail("io: cannot create the file");
+    char *chunk = malloc(1 << 20);
+    memset(chunk, 'x', 1 << 20);
+    for (unsigned i = 0; i < IO_FILE_SIZE >> 20; i++) {
+        if (write(fd, chunk, 1 << 20) != 1 << 20) fail("io: short write");
+    }
+    for (unsigned i = 0; i < IO_FILE_SIZE >> 20; i++) {
+        if (pread(fd, chunk, 1 << 20, (off_t)i << 20) != 1 << 20) fail("io: short read");
+    }
+    free(chunk);
+    unlink(io_path);   // the open descriptor keeps it; nothing is left behind
+    return fd;
+}
+
+static _Atomic size_t io_total;
+static _Atomic int io_done;
+static void io_handler(void *context, bool done, dispatch_data_t data, int error) {
+    (void)context;
+    if (error) fail("io: read error");
+    if (data) atomic_fetch_add(&io_total, dispatch_data_get_size(data));
+    if (done) atomic_store(&io_done, 1);
+}
+
+static double io_channel_read(dispatch_io_type_t type) {
+    int fd = io_file();
+    lseek(fd, 0, SEEK_SET);
+    dispatch_queue_t q = dispatch_queue_create("bench.io", NULL);
+    uint64_t t0 = now_ns();
+    dispatch_io_t io = dispatch_io_create_f(type, fd, q, NULL, NULL);
+    dispatch_io_set_high_water(io, 1 << 20);
+    dispatch_io_read_f(io, 0, SIZE_MAX, q, NULL, io_handler);
+    uint64_t give_up = now_ns() + 50000000000ull;
+    while (!atomic_load(&io_done)) {
+        if (now_ns() > give_up) fail("io: the read never finished");
+        usleep(200);
+    }
+    uint64_t t1 = now_ns();
+    if (atomic_load(&io_total) != IO_FILE_SIZE) fail("io: wrong size");
+    return (double)IO_FILE_SIZE / 1e6 / ((double)(t1 - t0) / 1e9);   // MB/s
+}
+
+static double case_io_stream(void) { return io_channel_read(DISPATCH_IO_STREAM); }
+static double case_io_random(void) { return io_channel_read(DISPATCH_IO_RANDOM); }
+
+/// The yardstick: a plain read(2) loop into one 1 MiB buffer (the same in both columns).
+static double case_io_plain(void) {
+    int fd = io_file();
+    lseek(fd, 0, SEEK_SET);
+    char *buffer = malloc(1 << 20);
+    uint64_t t0 = now_ns();
+    size_t total = 0;
+    ssize_t n;
+    while ((n = read(fd, buffer, 1 << 20)) > 0) total += (size_t)n;
+    uint64_t t1 = now_ns();
+    if (total != IO_FILE_SIZE) fail("io: plain loop: wrong size");
+    free(buffer);
+    return (double)IO_FILE_SIZE / 1e6 / ((double)(t1 - t0) / 1e9);
+}
+
 static const struct {
     const char *name;
     double (*run)(void);
@@ -599,6 +676,9 @@ static const struct {
     {"timer_bytes", case_timer_bytes},
     {"timer_idle_cpu", case_timer_idle_cpu},
     {"merge_data", case_merge_data},
+    {"io_stream", case_io_stream},
+    {"io_random", case_io_random},
+    {"io_plain", case_io_plain},
 };
 
 int main(int argc, char **argv) {

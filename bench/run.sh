@@ -117,6 +117,9 @@ cases=(
     "timer_bytes|10,000 timer sources armed an hour away: bytes each (RSS)|B/timer|time|ratio|<=|1.3"
     "timer_idle_cpu|the same, CPU time burned in 2 idle seconds|ms|time|GC|<=|10"
     "merge_data|dispatch_source_merge_data on a DATA_ADD source|Mmerges/s|speed|ratio|>=|1.0"
+    "io_stream|256 MiB cached file, stream channel, 1 MiB high water|MB/s|speed|ratio|>=|3.0"
+    "io_random|the same through a random channel|MB/s|speed|ratio|>=|1.0"
+    "io_plain|the same by a plain read(2) loop (both columns; compare io_stream's GC, >= 0.5x)|MB/s|speed|ratio|>=|0.5"
 )
 
 selected() {

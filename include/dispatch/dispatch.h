@@ -42,6 +42,7 @@
 #include <dispatch/once.h>
 #include <dispatch/source.h>
 #include <dispatch/data.h>
+#include <dispatch/io.h>
 #include <dispatch/benchmark.h>
 
 #ifdef __DISPATCH_INDIRECT_DEFINED_HERE__

@@ -1,0 +1,353 @@
+import CGrandCentral
+import Glibc
+import Synchronization
+
+// An I/O channel (dispatch_io_t): a descriptor, operations queued on it, and the rules for
+// when each may run.
+//
+// Order. `items` holds, in submission order, every operation that has not yet delivered its
+// final handler call and every barrier that has not yet run. An operation may start when no
+// barrier precedes it in `items` and no other operation of its direction is running: reads
+// run one at a time in queue order, writes likewise, and the two directions are
+// independent (a read queued behind a write that waits for buffer space starts at once).
+// A barrier runs when it is first in `items`, i.e. when every earlier operation has
+// delivered its final call; while it runs nothing starts, and when it returns the next
+// items may. After `close`, once `items` is empty, the channel gives its descriptor back
+// (readiness registrations removed, then flags restored or the descriptor closed) and the
+// cleanup handler runs, once, on the cleanup queue.
+//
+// Rejected: libdispatch's design of a private serial queue per channel plus one per
+// direction; a short critical section over plain fields says the same with less machinery,
+// and nothing under the lock blocks (no system call except the event loop's inbox push).
+//
+// Where the I/O happens is IOOperation.swift: regular files on pool threads, streams on
+// readiness reported by the event thread.
+
+enum IOChannelType {
+    case stream
+    case random
+}
+
+/// The per-channel policy, snapshotted by each operation when it is submitted.
+struct IOSettings {
+    /// Most bytes in one handler call.
+    var highWater = Int.max
+    /// Fewest bytes in a partial handler call. 0 (the default, which libdispatch leaves
+    /// unspecified) delivers whatever each read returned.
+    var lowWater = 0
+    /// Nanoseconds between partial handler calls; 0 for none.
+    var interval: UInt64 = 0
+    /// DISPATCH_IO_STRICT_INTERVAL: at the interval, deliver even below the low water mark.
+    var strictInterval = false
+}
+
+/// An operation's handler: (done, data, error). The data is borrowed for the call; nil
+/// only for a write that has nothing left over.
+typealias IOHandlerBody = (Bool, Unmanaged<DataObject>?, Int32) -> Void
+
+final class IOChannel: DispatchObject, @unchecked Sendable {
+    let type: IOChannelType
+    let descriptor: IODescriptor
+    /// Where the cleanup handler runs (the default root queue when nil).
+    private let cleanupQueue: DispatchQueue?
+
+    /// Guards every field below. Held only for short sections that do no I/O.
+    let lock = SpinLock()
+    /// Operations not yet finished-and-delivered, and barriers not yet run, in order.
+    private var items: [IOItem] = []
+    /// The running (or readiness-waiting) operation of each direction.
+    private var reading: IOOperation?
+    private var writing: IOOperation?
+    private var barrierRunning = false
+    private var isClosed = false
+    private var cleanupStarted = false
+    var settings = IOSettings()
+    /// Taken (set to nil) when it is scheduled, so it runs once.
+    private var cleanupHandler: ((Int32) -> Void)?
+    /// Readiness registrations, made on the first EAGAIN of each direction and removed at
+    /// cleanup. Written under the lock; each holds one ARC retain of the channel.
+    var readToken: DescriptorToken?
+    var writeToken: DescriptorToken?
+
+    /// Unregistrations still outstanding during cleanup (cleanup's own thread and the
+    /// event thread's completions).
+    private let pendingUnregistrations = Atomic<Int>(0)
+
+    init(type: IOChannelType, descriptor: IODescriptor, cleanupQueue: DispatchQueue?,
+         cleanupHandler: ((Int32) -> Void)?) {
+        self.type = type
+        self.descriptor = descriptor
+        self.cleanupQueue = cleanupQueue
+        self.cleanupHandler = cleanupHandler
+        super.init(kind: .io)
+    }
+
+    override func externalRefsDidReachZero() {
+        // The last release of an open channel closes it (operations in flight keep it alive).
+        close(stop: false)
+    }
+
+    override func debugDescription() -> String {
+        "io channel, fd = \(descriptor.currentDescriptor), refcount = \(externalRefs.load(ordering: .relaxed))"
+    }
+
+    // MARK: - Submitting
+
+    /// Queues `operation`; it starts when the order rules allow.
+    func submit(_ operation: IOOperation) {
+        lock.lock()
+        if isClosed {
+            lock.unlock()
+            operation.deliverFinal(error: ECANCELED, notifyChannel: false)
+            return
+        }
+        items.append(.operation(operation))
+        let actions = advanceLocked()
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// Queues a barrier: `body` runs on a global queue once every earlier operation has
+    /// finished, and no later one starts before it returns.
+    func barrier(_ body: @escaping () -> Void) {
+        lock.lock()
+        if isClosed && cleanupStarted {
+            lock.unlock()
+            DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext(body))
+            return
+        }
+        items.append(.barrier(body))
+        let actions = advanceLocked()
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// dispatch_io_close: no new operations; with `stop`, outstanding ones are cancelled
+    /// (they report ECANCELED). Closing twice is harmless.
+    func close(stop: Bool) {
+        var cancelledNow: [IOOperation] = []
+        lock.lock()
+        isClosed = true
+        if stop {
+            for case .operation(let op) in items where op.state != .finished {
+                op.cancelled.store(true, ordering: .relaxed)
+                // A queued operation never starts; one waiting for readiness has no thread
+                // that would notice: both finish here. A running one notices by itself.
+                if op.state == .queued || op.state == .waiting {
+                    op.state = .finished
+                    if reading === op { reading = nil }
+                    if writing === op { writing = nil }
+                    cancelledNow.append(op)
+                }
+            }
+        }
+        let actions = advanceLocked()
+        lock.unlock()
+        for op in cancelledNow { op.deliverFinal(error: ECANCELED, notifyChannel: true) }
+        perform(actions)
+    }
+
+    /// dispatch_io_get_descriptor: -1 before the descriptor is open and after close.
+    var currentDescriptor: Int32 {
+        let closed = lock.withLock { isClosed }
+        return closed ? -1 : descriptor.currentDescriptor
+    }
+
+    func setHighWater(_ value: Int) {
+        lock.withLock {
+            settings.highWater = max(value, 1)
+            if settings.lowWater > settings.highWater { settings.lowWater = settings.highWater }
+        }
+    }
+
+    func setLowWater(_ value: Int) {
+        lock.withLock {
+            settings.lowWater = value
+            if settings.highWater < value { settings.highWater = max(value, 1) }
+        }
+    }
+
+    func setInterval(_ nanoseconds: UInt64, strict: Bool) {
+        lock.withLock {
+            settings.interval = nanoseconds
+            settings.strictInterval = strict
+        }
+    }
+
+    // MARK: - Operations report back (any thread)
+
+    /// `operation` did its last I/O (its final handler call is enqueued): the next
+    /// operation of its direction may start.
+    func operationDidFinishIO(_ operation: IOOperation) {
+        lock.lock()
+        operation.state = .finished
+        if reading === operation { reading = nil }
+        if writing === operation { writing = nil }
+        let actions = advanceLocked()
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// The final handler call of `operation` returned: barriers and cleanup may proceed.
+    func operationDidDeliver(_ operation: IOOperation) {
+        lock.lock()
+        if let index = items.firstIndex(where: { if case .operation(let op) = $0 { return op === operation }; return false }) {
+            items.remove(at: index)
+        }
+        let actions = advanceLocked()
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// Marks the running `operation` as waiting for readiness and arms the direction's
+    /// registration. Returns false (and does nothing) if it was cancelled meanwhile; the
+    /// caller then finishes it.
+    func waitForReadiness(_ operation: IOOperation, fd: Int32) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if operation.cancelled.load(ordering: .relaxed) { return false }
+        operation.state = .waiting
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        if operation.isRead {
+            if let token = readToken {
+                EventLoop.shared.rearmDescriptor(token)
+            } else {
+                _ = Unmanaged.passRetained(self)  // released by the unregistration's completion
+                readToken = EventLoop.shared.registerDescriptor(fd, interest: .read, handler: ioReadReady, context: context)
+            }
+        } else {
+            if let token = writeToken {
+                EventLoop.shared.rearmDescriptor(token)
+            } else {
+                _ = Unmanaged.passRetained(self)
+                writeToken = EventLoop.shared.registerDescriptor(fd, interest: .write, handler: ioWriteReady, context: context)
+            }
+        }
+        return true
+    }
+
+    /// The event thread reports readiness: the waiting operation of that direction runs
+    /// again, on a pool thread.
+    fileprivate func readinessArrived(read: Bool) {
+        lock.lock()
+        let op = read ? reading : writing
+        guard let op, op.state == .waiting else { lock.unlock(); return }
+        op.state = .running
+        lock.unlock()
+        DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { op.runStream() })
+    }
+
+    // MARK: - Scheduling
+
+    private enum Action {
+        case start(IOOperation)
+        case barrier(() -> Void)
+        case cleanup
+    }
+
+    /// Applies the order rules; returns what to do once the lock is dropped.
+    private func advanceLocked() -> [Action] {
+        guard !barrierRunning else { return [] }
+        if let first = items.first, case .barrier(let body) = first {
+            items.removeFirst()
+            barrierRunning = true
+            return [.barrier(body)]
+        }
+        var actions: [Action] = []
+        for item in items {
+            guard case .operation(let op) = item else { break }  // nothing passes a barrier
+            guard op.state == .queued else { continue }
+            if op.isRead {
+                if reading == nil { reading = op; op.state = .running; actions.append(.start(op)) }
+            } else {
+                if writing == nil { writing = op; op.state = .running; actions.append(.start(op)) }
+            }
+        }
+        if isClosed && items.isEmpty && !cleanupStarted {
+            cleanupStarted = true
+            actions.append(.cleanup)
+        }
+        return actions
+    }
+
+    private func perform(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .start(let op):
+                DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { op.begin() })
+            case .barrier(let body):
+                DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { [self] in
+                    body()
+                    lock.lock()
+                    barrierRunning = false
+                    let next = advanceLocked()
+                    lock.unlock()
+                    perform(next)
+                })
+            case .cleanup:
+                beginCleanup()
+            }
+        }
+    }
+
+    // MARK: - Cleanup
+
+    /// Every operation is over: remove the readiness registrations, then give the
+    /// descriptor back and run the cleanup handler.
+    private func beginCleanup() {
+        // No operation runs any more, so the tokens are stable.
+        let tokens = lock.withLock { () -> [DescriptorToken] in
+            let t = [readToken, writeToken].compactMap { $0 }
+            readToken = nil
+            writeToken = nil
+            return t
+        }
+        pendingUnregistrations.store(tokens.count + 1, ordering: .relaxed)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        for token in tokens {
+            EventLoop.shared.unregisterDescriptor(token, completion: ioUnregistered, context: context)
+        }
+        unregistrationDone()
+    }
+
+    fileprivate func unregistrationDone() {
+        guard pendingUnregistrations.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
+        let error = descriptor.error
+        descriptor.channelDidFinish()
+        let handler = lock.withLock { () -> ((Int32) -> Void)? in
+            let h = cleanupHandler
+            cleanupHandler = nil
+            return h
+        }
+        guard let handler else { return }
+        (cleanupQueue ?? DispatchQueue.defaultRootQueue).enqueue(closureBoxTrampoline,
+                                                                ClosureBox.retainedContext { handler(error) })
+    }
+}
+
+/// One entry of a channel's `items`.
+enum IOItem {
+    case operation(IOOperation)
+    case barrier(() -> Void)
+}
+
+// Event-thread callbacks: hand the work to a pool thread at once.
+
+private let ioReadReady: DescriptorHandler = { context, _ in
+    Unmanaged<IOChannel>.fromOpaque(context!).takeUnretainedValue().readinessArrived(read: true)
+}
+
+private let ioWriteReady: DescriptorHandler = { context, _ in
+    Unmanaged<IOChannel>.fromOpaque(context!).takeUnretainedValue().readinessArrived(read: false)
+}
+
+/// An unregistration completed (event thread): drop the registration's retain; the last
+/// one continues the cleanup on a pool thread.
+private let ioUnregistered: DispatchFunction = { context in
+    let channel = Unmanaged<IOChannel>.fromOpaque(context!)
+    DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext {
+        let c = channel.takeUnretainedValue()
+        c.unregistrationDone()
+        channel.release()
+    })
+}

@@ -1,0 +1,139 @@
+import CGrandCentral
+import Glibc
+import Synchronization
+
+// The descriptor behind one or more channels (a channel and those made from it with
+// dispatch_io_create_with_io share one). It opens a path lazily, on the first operation, and
+// remembers the outcome; it makes a stream descriptor non-blocking and puts the old status
+// flags back when the last channel using it is done; and it closes a descriptor it opened
+// itself (a path channel's) at that moment, never a descriptor the client passed in.
+//
+// A stream is anything epoll can watch (pipes, sockets, ttys): read and written on
+// readiness, never by a thread parked in read(2). A regular file (or block device) is read
+// and written on pool threads inside the pool's blocking accounting.
+
+/// What the descriptor turned out to be once open.
+enum IODescriptorKind {
+    case file
+    case pipe
+    case socket
+    case otherStream
+
+    var isStream: Bool { self != .file }
+}
+
+final class IODescriptor: @unchecked Sendable {
+    enum State {
+        /// A path channel before its first operation (the path is strdup'ed).
+        case unopened(path: UnsafeMutablePointer<CChar>, oflag: Int32, mode: UInt32)
+        case open(Int32, IODescriptorKind)
+        /// The open, or the descriptor the client passed, failed: every operation reports it.
+        case failed(Int32)
+    }
+
+    /// Protected by `lock` (a mutex, not a spin lock: opening makes a system call under it).
+    private var state: State
+    private let lock = Mutex<Void>(())
+    /// Whether the descriptor is ours to close (opened from a path). Immutable.
+    private let ownsDescriptor: Bool
+    /// The status flags before O_NONBLOCK was set, or nil if the flags were not changed.
+    /// Written under `lock` when the descriptor becomes open; read at `channelDidFinish`.
+    private var savedFlags: Int32?
+    /// Channels still using the descriptor; the last one to finish restores or closes it.
+    private let users = Atomic<Int>(1)
+
+    /// A descriptor the client owns; checked now (EBADF for one that is not open).
+    init(descriptor: Int32) {
+        ownsDescriptor = false
+        state = .failed(EBADF)
+        state = prepare(descriptor)
+    }
+
+    /// A path to open at the first operation.
+    init(path: UnsafePointer<CChar>, oflag: Int32, mode: UInt32) {
+        ownsDescriptor = true
+        state = .unopened(path: strdup(path), oflag: oflag, mode: mode)
+    }
+
+    deinit {
+        if case .unopened(let path, _, _) = state { free(path) }
+    }
+
+    /// Sets up a freshly known descriptor: its kind, and O_NONBLOCK for a stream.
+    private func prepare(_ fd: Int32) -> State {
+        let kind = gc_io_kind(fd)
+        if kind < 0 { return .failed(-kind) }
+        switch kind {
+        case GC_IO_KIND_DIRECTORY:
+            if ownsDescriptor { Glibc.close(fd) }
+            return .failed(EISDIR)
+        case GC_IO_KIND_REGULAR: return .open(fd, .file)
+        default:
+            var old: Int32 = 0
+            let rc = gc_io_set_nonblocking(fd, &old)
+            if rc < 0 {
+                if ownsDescriptor { Glibc.close(fd) }
+                return .failed(-rc)
+            }
+            if old & O_NONBLOCK == 0 { savedFlags = old }
+            return .open(fd, kind == GC_IO_KIND_PIPE ? .pipe : kind == GC_IO_KIND_SOCKET ? .socket : .otherStream)
+        }
+    }
+
+    /// The open descriptor and its kind, opening the path first if need be; or the errno
+    /// that prevents it. Any thread; may block in open(2) the first time.
+    func open() -> Result<(Int32, IODescriptorKind), IOError> {
+        lock.withLock { _ in
+            if case .unopened(let path, let oflag, let mode) = state {
+                let fd = gc_io_open(path, oflag, mode)
+                free(path)
+                state = fd < 0 ? .failed(-fd) : prepare(fd)
+            }
+            switch state {
+            case .open(let fd, let kind): return .success((fd, kind))
+            case .failed(let error): return .failure(IOError(code: error))
+            case .unopened: fatalError("unreachable")
+            }
+        }
+    }
+
+    /// The descriptor if it is open, else -1 (not opened yet, or the open failed).
+    var currentDescriptor: Int32 {
+        lock.withLock { _ in
+            if case .open(let fd, _) = state { return fd }
+            return -1
+        }
+    }
+
+    /// The error the descriptor is in, or 0.
+    var error: Int32 {
+        lock.withLock { _ in
+            if case .failed(let error) = state { return error }
+            return 0
+        }
+    }
+
+    /// One more channel uses the descriptor (dispatch_io_create_with_io).
+    func addUser() { users.wrappingAdd(1, ordering: .relaxed) }
+
+    /// A channel is done with the descriptor (its operations are over and its readiness
+    /// registrations are gone). The last one puts the flags back or closes what it opened.
+    func channelDidFinish() {
+        // acquiringAndReleasing: the last user must see the others' uses completed.
+        guard users.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
+        lock.withLock { _ in
+            guard case .open(let fd, _) = state else { return }
+            if ownsDescriptor {
+                Glibc.close(fd)
+            } else if let savedFlags {
+                _ = gc_io_restore_flags(fd, savedFlags)
+            }
+            state = .failed(EBADF)
+        }
+    }
+}
+
+/// An errno, as the Result failure type.
+struct IOError: Error {
+    let code: Int32
+}

@@ -1,0 +1,144 @@
+import Glibc
+
+// The Swift face of I/O channels, spelled like Swift's Dispatch `DispatchIO`. A DispatchIO
+// is a small object over an engine channel (IO/IOChannel.swift); when it goes away the
+// channel is closed (operations in flight finish, then the cleanup handler runs), as
+// releasing a dispatch_io_t does.
+
+/// An I/O channel: reads and writes a file descriptor asynchronously.
+public class DispatchIO: DispatchObject, @unchecked Sendable {
+    /// How a channel accesses its descriptor.
+    public enum StreamType: UInt {
+        /// Sequential, at the descriptor's position.
+        case stream = 0
+        /// At offsets, with pread/pwrite; the position never moves.
+        case random = 1
+
+        var channelType: IOChannelType { self == .stream ? .stream : .random }
+    }
+
+    /// Options for `close(flags:)`.
+    public struct CloseFlags: OptionSet, RawRepresentable, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Cancel outstanding operations (they report ECANCELED).
+        public static let stop = CloseFlags(rawValue: 1)
+    }
+
+    /// Options for `setInterval(interval:flags:)`.
+    public struct IntervalFlags: OptionSet, RawRepresentable, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public init(nilLiteral: ()) { self.rawValue = 0 }
+        /// Deliver at each interval even below the low water mark.
+        public static let strictInterval = IntervalFlags(rawValue: 1)
+    }
+
+    let channel: IOChannel
+
+    init(channel: IOChannel) {
+        self.channel = channel
+        super.init(kind: .io)
+    }
+
+    deinit {
+        channel.close(stop: false)
+    }
+
+
+    /// A channel over `fileDescriptor`, which it owns until `cleanupHandler` has run on `queue`.
+    public convenience init(type: StreamType, fileDescriptor: Int32, queue: DispatchQueue,
+                            cleanupHandler: @escaping (_ error: Int32) -> Void) {
+        self.init(channel: IOChannel(type: type.channelType, descriptor: IODescriptor(descriptor: fileDescriptor),
+                                     cleanupQueue: queue, cleanupHandler: cleanupHandler))
+    }
+
+    /// A channel that opens `path` at its first operation.
+    @available(swift, obsoleted: 4)
+    public convenience init(type: StreamType, path: UnsafePointer<Int8>, oflag: Int32, mode: mode_t,
+                            queue: DispatchQueue, cleanupHandler: @escaping (_ error: Int32) -> Void) {
+        self.init(channel: IOChannel(type: type.channelType,
+                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode)),
+                                     cleanupQueue: queue, cleanupHandler: cleanupHandler))
+    }
+
+    /// A channel that opens `path` at its first operation (never nil here: a failed open is
+    /// reported through the first operation's handler).
+    @available(swift, introduced: 4)
+    public convenience init?(type: StreamType, path: UnsafePointer<Int8>, oflag: Int32, mode: mode_t,
+                             queue: DispatchQueue, cleanupHandler: @escaping (_ error: Int32) -> Void) {
+        self.init(channel: IOChannel(type: type.channelType,
+                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode)),
+                                     cleanupQueue: queue, cleanupHandler: cleanupHandler))
+    }
+
+    /// A channel of `type` over the same descriptor as `io`.
+    public convenience init(type: StreamType, io: DispatchIO, queue: DispatchQueue,
+                            cleanupHandler: @escaping (_ error: Int32) -> Void) {
+        let descriptor = io.channel.descriptor
+        descriptor.addUser()
+        self.init(channel: IOChannel(type: type.channelType, descriptor: descriptor, cleanupQueue: queue,
+                                     cleanupHandler: cleanupHandler))
+    }
+
+    /// Reads up to `maxLength` bytes from `fileDescriptor`; `handler` runs once with all of it.
+    public class func read(fromFileDescriptor: Int32, maxLength: Int, runningHandlerOn queue: DispatchQueue,
+                           handler: @escaping (_ data: DispatchData, _ error: Int32) -> Void) {
+        IOChannel.readAll(descriptor: fromFileDescriptor, length: maxLength, queue: queue) { data, error in
+            data.retainData()
+            handler(DispatchData(owning: data), error)
+        }
+    }
+
+    /// Writes all of `data` to `toFileDescriptor`; `handler` runs once (nil data: all written).
+    public class func write(toFileDescriptor: Int32, data: DispatchData, runningHandlerOn queue: DispatchQueue,
+                            handler: @escaping (_ data: DispatchData?, _ error: Int32) -> Void) {
+        IOChannel.writeAll(descriptor: toFileDescriptor, data: data.reference.object, queue: queue) { rest, error in
+            rest?.retainData()
+            handler(rest.map { DispatchData(owning: $0) }, error)
+        }
+    }
+
+    /// Reads `length` bytes (Int.max: to end of file) at `offset` (random channels).
+    public func read(offset: off_t, length: Int, queue: DispatchQueue,
+                     ioHandler: @escaping (_ done: Bool, _ data: DispatchData?, _ error: Int32) -> Void) {
+        channel.submit(IOOperation.read(channel, offset: Int64(offset), length: max(length, 0), queue: queue) { done, data, error in
+            data?.retainData()
+            ioHandler(done, data.map { DispatchData(owning: $0) }, error)
+        })
+    }
+
+    /// Writes `data` at `offset` (random channels).
+    public func write(offset: off_t, data: DispatchData, queue: DispatchQueue,
+                      ioHandler: @escaping (_ done: Bool, _ data: DispatchData?, _ error: Int32) -> Void) {
+        channel.submit(IOOperation.write(channel, offset: Int64(offset), data: data.reference.object, queue: queue) { done, rest, error in
+            rest?.retainData()
+            ioHandler(done, rest.map { DispatchData(owning: $0) }, error)
+        })
+    }
+
+    /// Sets the interval between partial results.
+    public func setInterval(interval: DispatchTimeInterval, flags: IntervalFlags = []) {
+        let ns = interval.nanosecondCount
+        channel.setInterval(ns <= 0 ? 0 : UInt64(ns), strict: flags.contains(.strictInterval))
+    }
+
+    /// Closes the channel (with `.stop`, cancelling outstanding operations).
+    public func close(flags: CloseFlags = []) {
+        channel.close(stop: flags.contains(.stop))
+    }
+
+    /// Runs `execute` once earlier operations have finished, before later ones start.
+    public func barrier(execute: @escaping () -> Void) {
+        channel.barrier(execute)
+    }
+
+    /// The descriptor (-1 before a path channel opened it and after close).
+    public var fileDescriptor: Int32 { channel.currentDescriptor }
+
+    /// Most bytes per partial result.
+    public func setLimit(highWater: Int) { channel.setHighWater(highWater) }
+
+    /// Fewest bytes per partial result.
+    public func setLimit(lowWater: Int) { channel.setLowWater(lowWater) }
+}
