@@ -601,6 +601,51 @@ static void test_blocks(void) {
 }
 #endif
 
+// MARK: - Interval
+
+typedef struct {
+    atomic_size_t partial_bytes;
+    atomic_int partial_calls;
+    latch_t done;
+} interval_probe_t;
+
+static void interval_collect(void *context, bool done, dispatch_data_t data, int error) {
+    (void)error;
+    interval_probe_t *probe = context;
+    if (!done) {
+        atomic_fetch_add(&probe->partial_calls, 1);
+        atomic_fetch_add(&probe->partial_bytes, dispatch_data_get_size(data));
+        return;
+    }
+    latch_arrive(&probe->done);
+}
+
+static void test_strict_interval(void) {
+    check_section("a strict interval delivers data below the low water mark while the stream is idle");
+    int p[2];
+    CHECK(pipe(p) == 0);
+    latch_t cleaned;
+    latch_init(&cleaned, 1);
+    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &cleaned, latch_arrive_cleanup);
+    dispatch_io_set_low_water(io, 1000);
+    dispatch_io_set_interval(io, 50 * NSEC_PER_MSEC, DISPATCH_IO_STRICT_INTERVAL);
+    interval_probe_t probe = { 0 };
+    latch_init(&probe.done, 1);
+    dispatch_io_read_f(io, 0, SIZE_MAX, dispatch_queue_create("interval", NULL), &probe, interval_collect);
+    CHECK(write(p[1], "0123456789", 10) == 10);
+    // Nothing else is written: only the interval can deliver these 10 bytes.
+    uint64_t give_up = now_ns() + 5 * NSEC_PER_SEC;
+    while (atomic_load(&probe.partial_bytes) < 10 && now_ns() < give_up) usleep(1000);
+    CHECKF(atomic_load(&probe.partial_bytes) == 10, "10 bytes below the low water mark were delivered "
+           "by the strict interval (got %zu)", atomic_load(&probe.partial_bytes));
+    close(p[1]);
+    CHECKF(latch_wait(&probe.done, 10), "the read ended at end of file");
+    dispatch_io_close(io, 0);
+    dispatch_release(io);
+    CHECK(latch_wait(&cleaned, 10));
+    close(p[0]);
+}
+
 int main(void) {
     check_start("io", 120);
     test_file_whole();
@@ -614,6 +659,7 @@ int main(void) {
     test_request_response();
     test_barrier();
     test_conveniences();
+    test_strict_interval();
 #ifdef __BLOCKS__
     test_blocks();
 #endif

@@ -215,6 +215,13 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
                 _ = Unmanaged.passRetained(self)  // released by the unregistration's completion
                 readToken = EventLoop.shared.registerDescriptor(fd, interest: .read, handler: ioReadReady, context: context)
             }
+            if let wakeup = operation.intervalWakeup {
+                // The interval is due before more data may come: wake the read then, as if
+                // the descriptor were readable (a read that finds nothing waits again; a
+                // wakeup that finds the operation running or gone does nothing).
+                _ = EventLoop.shared.scheduleTimer(deadline: DispatchClock.encode(.uptime, wakeup), leeway: 0,
+                                                   fire: ioIntervalDue, context: Unmanaged.passRetained(self).toOpaque())
+            }
         } else {
             if let token = writeToken {
                 EventLoop.shared.rearmDescriptor(token)
@@ -226,7 +233,8 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         return true
     }
 
-    /// The event thread reports readiness: the waiting operation of that direction runs
+    /// The event thread reports readiness (or a read's interval came due): the waiting
+    /// operation of that direction runs
     /// again, on a pool thread.
     fileprivate func readinessArrived(read: Bool) {
         lock.lock()
@@ -350,4 +358,10 @@ private let ioUnregistered: DispatchFunction = { context in
         c.unregistrationDone()
         channel.release()
     })
+}
+
+/// Event thread: a stream read's interval came due (`context`: the channel, retained by
+/// the timer).
+private let ioIntervalDue: DispatchFunction = { context in
+    Unmanaged<IOChannel>.fromOpaque(context!).takeRetainedValue().readinessArrived(read: true)
 }

@@ -126,6 +126,8 @@ final class IOOperation: @unchecked Sendable {
             let outcome = isRead ? readOnce(chunkLimit: 64 << 10) : writeOnce()
             guard let error = outcome else { continue }
             if error == EAGAIN {
+                // Nothing more to read for now: what was read may be due by the interval.
+                if isRead { deliverPartialIfDue() }
                 if channel.waitForReadiness(self, fd: fd) { return }
                 return finish(ECANCELED)
             }
@@ -191,6 +193,16 @@ final class IOOperation: @unchecked Sendable {
         if n < 0 { return Int32(-n) }
         written += n
         return written >= total ? 0 : nil
+    }
+
+    /// A stream read about to wait for readiness with data it has not delivered: the
+    /// uptime instant at which the interval makes that data due (the channel wakes the
+    /// operation then, as if the descriptor had become readable), or nil. Called by the
+    /// thread running the operation.
+    var intervalWakeup: UInt64? {
+        guard isRead, settings.interval != 0, pendingSize > 0,
+              settings.strictInterval || pendingSize >= settings.lowWater else { return nil }
+        return lastDelivery &+ settings.interval
     }
 
     /// Hands `pending` to the handler if the water marks or the interval say so.
