@@ -29,6 +29,8 @@ void dispatch_io_read_f(dispatch_io_t channel, off_t offset, size_t length, disp
 void dispatch_io_write_f(dispatch_io_t channel, off_t offset, dispatch_data_t data,
 		dispatch_queue_t queue, void *context, dispatch_io_handler_function_t io_handler);
 void dispatch_io_barrier_f(dispatch_io_t channel, void *context, dispatch_function_t barrier);
+dispatch_io_t dispatch_io_create_with_io_f(dispatch_io_type_t type, dispatch_io_t io, dispatch_queue_t queue,
+		void *context, dispatch_io_cleanup_function_t cleanup_handler);
 void dispatch_read_f(dispatch_fd_t fd, size_t length, dispatch_queue_t queue, void *context,
 		dispatch_io_convenience_handler_function_t handler);
 void dispatch_write_f(dispatch_fd_t fd, dispatch_data_t data, dispatch_queue_t queue, void *context,
@@ -646,6 +648,85 @@ static void test_strict_interval(void) {
     close(p[0]);
 }
 
+// MARK: - Barriers open path channels; channels that share a descriptor
+
+typedef struct {
+    dispatch_io_t io;
+    int fd;
+    latch_t ran;
+} barrier_probe_t;
+
+static void barrier_get_descriptor(void *context) {
+    barrier_probe_t *probe = context;
+    probe->fd = dispatch_io_get_descriptor(probe->io);
+    latch_arrive(&probe->ran);
+}
+
+static void test_barrier_opens_path(void) {
+    check_section("dispatch_io_get_descriptor in a barrier opens a path channel");
+    char path[] = "/tmp/gc-io-barrier-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "abc", 3) == 3);
+    close(fd);
+    latch_t cleaned;
+    latch_init(&cleaned, 1);
+    barrier_probe_t probe = { .fd = -2 };
+    latch_init(&probe.ran, 1);
+    probe.io = dispatch_io_create_with_path_f(DISPATCH_IO_RANDOM, path, O_RDONLY, 0, global(), &cleaned,
+                                              latch_arrive_cleanup);
+    CHECK(probe.io != NULL);
+    CHECK_EQ(dispatch_io_get_descriptor(probe.io), -1);  // not opened yet
+    dispatch_io_barrier_f(probe.io, &probe, barrier_get_descriptor);
+    CHECK(latch_wait(&probe.ran, 10));
+    CHECKF(probe.fd >= 0, "the barrier got a descriptor (%d)", probe.fd);
+    dispatch_io_close(probe.io, 0);
+    dispatch_release(probe.io);
+    CHECK(latch_wait(&cleaned, 10));
+    unlink(path);
+}
+
+static void test_shared_channels(void) {
+    check_section("two channels on one descriptor (dispatch_io_create_with_io) read it and clean up once each");
+    char path[] = "/tmp/gc-io-shared-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    const size_t size = 100000;
+    unsigned char *bytes = random_bytes(size, 11);
+    write_file(path, bytes, size);
+    atomic_store(&cleanups, 0);
+    latch_t cleaned;
+    latch_init(&cleaned, 2);
+    dispatch_io_t first = dispatch_io_create_f(DISPATCH_IO_RANDOM, fd, global(), &cleaned, count_cleanup);
+    dispatch_io_t second = dispatch_io_create_with_io_f(DISPATCH_IO_RANDOM, first, global(), &cleaned, count_cleanup);
+    CHECK(second != NULL);
+    collector_t a, b;
+    collector_init(&a);
+    collector_init(&b);
+    dispatch_io_read_f(first, 0, size / 2, global(), &a, collect);
+    dispatch_io_read_f(second, (off_t)(size / 2), SIZE_MAX, global(), &b, collect);
+    collector_wait(&a);
+    collector_wait(&b);
+    CHECK_EQ(a.error, 0);
+    CHECK_EQ(b.error, 0);
+    CHECK_EQ(a.size, size / 2);
+    CHECK_EQ(b.size, size - size / 2);
+    CHECK(memcmp(a.bytes, bytes, size / 2) == 0);
+    CHECK(memcmp(b.bytes, bytes + size / 2, size - size / 2) == 0);
+    dispatch_io_close(first, 0);
+    dispatch_io_close(second, 0);
+    dispatch_release(first);
+    dispatch_release(second);
+    CHECK(latch_wait(&cleaned, 10));
+    CHECK_EQ(atomic_load(&cleanups), 2);
+    CHECK(fcntl(fd, F_GETFD) != -1);  // the library never closes the caller's descriptor
+    close(fd);
+    unlink(path);
+    free(a.bytes);
+    free(b.bytes);
+    free(bytes);
+}
+
 int main(void) {
     check_start("io", 120);
     test_file_whole();
@@ -660,6 +741,8 @@ int main(void) {
     test_barrier();
     test_conveniences();
     test_strict_interval();
+    test_barrier_opens_path();
+    test_shared_channels();
 #ifdef __BLOCKS__
     test_blocks();
 #endif

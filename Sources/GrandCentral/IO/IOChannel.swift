@@ -59,6 +59,9 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     private var reading: IOOperation?
     private var writing: IOOperation?
     private var barrierRunning = false
+    /// The thread running a barrier of this channel (`pthread_self`), 0 otherwise: inside
+    /// its barrier, `dispatch_io_get_descriptor` opens a path channel not opened yet.
+    private var barrierThread: pthread_t = 0
     private var isClosed = false
     private var cleanupStarted = false
     var settings = IOSettings()
@@ -147,9 +150,12 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         perform(actions)
     }
 
-    /// dispatch_io_get_descriptor: -1 before the descriptor is open and after close.
+    /// dispatch_io_get_descriptor: -1 before the descriptor is open and after close;
+    /// called from one of this channel's barriers, it opens a path channel first (as
+    /// libdispatch documents), so the barrier can fsync or lseek it.
     var currentDescriptor: Int32 {
-        let closed = lock.withLock { isClosed }
+        let (closed, inBarrier) = lock.withLock { (isClosed, barrierThread == pthread_self()) }
+        if inBarrier, case .success(let (fd, _)) = descriptor.open() { return fd }
         return closed ? -1 : descriptor.currentDescriptor
     }
 
@@ -285,8 +291,10 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
                 DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { op.begin() })
             case .barrier(let body):
                 DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { [self] in
+                    lock.withLock { barrierThread = pthread_self() }
                     body()
                     lock.lock()
+                    barrierThread = 0
                     barrierRunning = false
                     let next = advanceLocked()
                     lock.unlock()
