@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -727,6 +728,85 @@ static void test_shared_channels(void) {
     free(bytes);
 }
 
+// MARK: - A thousand stream channels, a handful of threads
+
+enum { MANY_CHANNELS = 1000 };
+static atomic_int many_done;
+static void many_read(void *context, bool done, dispatch_data_t data, int error) {
+    (void)context;
+    (void)data;
+    if (done) {
+        CHECK_EQ(error, 0);
+        atomic_fetch_add(&many_done, 1);
+    }
+}
+
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    int threads = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Threads: %d", &threads) == 1) break;
+    }
+    fclose(f);
+    return threads;
+}
+
+static void test_many_channels(void) {
+    check_section("1,000 stream channels waiting for data need no thread each");
+    struct rlimit limit;
+    CHECK(getrlimit(RLIMIT_NOFILE, &limit) == 0);
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    int count = MANY_CHANNELS;
+    if (limit.rlim_cur != RLIM_INFINITY && (rlim_t)(2 * count + 64) > limit.rlim_cur) {
+        count = (int)(limit.rlim_cur - 64) / 2;
+    }
+    CHECKF(count >= 100, "room for at least 100 pipes (descriptor limit %llu)", (unsigned long long)limit.rlim_cur);
+    int (*pipes)[2] = calloc((size_t)count, sizeof *pipes);
+    dispatch_io_t *channels = calloc((size_t)count, sizeof *channels);
+    latch_t cleaned;
+    latch_init(&cleaned, count);
+    atomic_store(&many_done, 0);
+    int before = thread_count();
+    for (int i = 0; i < count; i++) {
+        CHECK(pipe(pipes[i]) == 0);
+        channels[i] = dispatch_io_create_f(DISPATCH_IO_STREAM, pipes[i][0], global(), &cleaned, latch_arrive_cleanup);
+        dispatch_io_read_f(channels[i], 0, 1, global(), NULL, many_read);
+    }
+    sleep_ms(300);  // every read has started and is waiting for its pipe
+    int waiting = thread_count();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    // GrandCentral only: libdispatch on Linux parks a thread per waiting read (observed:
+    // 1,000 reads grew it from 19 to 259 threads, its limit).
+    CHECKF(waiting - before <= cpus + 16, "%d reads waiting on empty pipes grew the process from %d to %d threads",
+           count, before, waiting);
+#else
+    (void)waiting;
+    (void)cpus;
+#endif
+    for (int i = 0; i < count; i++) CHECK(write(pipes[i][1], "x", 1) == 1);
+    uint64_t give_up = now_ns() + 30 * NSEC_PER_SEC;
+    while (atomic_load(&many_done) < count && now_ns() < give_up) usleep(1000);
+    CHECKF(atomic_load(&many_done) == count, "%d of %d reads completed", atomic_load(&many_done), count);
+    for (int i = 0; i < count; i++) {
+        dispatch_io_close(channels[i], 0);
+        dispatch_release(channels[i]);
+    }
+    CHECK(latch_wait(&cleaned, 30));
+    for (int i = 0; i < count; i++) {
+        close(pipes[i][0]);
+        close(pipes[i][1]);
+    }
+    free(pipes);
+    free(channels);
+}
+
 int main(void) {
     check_start("io", 120);
     test_file_whole();
@@ -743,6 +823,7 @@ int main(void) {
     test_strict_interval();
     test_barrier_opens_path();
     test_shared_channels();
+    test_many_channels();
 #ifdef __BLOCKS__
     test_blocks();
 #endif
