@@ -293,7 +293,8 @@ static void test_pipe_in_order(size_t low, size_t high) {
     if (low) dispatch_io_set_low_water(io, low);
     collector_t c;
     collector_init(&c);
-    dispatch_io_read_f(io, 0, SIZE_MAX, dispatch_queue_create("reader", NULL), &c, collect);
+    dispatch_queue_t reader = dispatch_queue_create("reader", NULL);
+    dispatch_io_read_f(io, 0, SIZE_MAX, reader, &c, collect);
     CHECK(pthread_create(&thread, NULL, writer_thread, &w) == 0);
     collector_wait(&c);
     pthread_join(thread, NULL);
@@ -310,6 +311,7 @@ static void test_pipe_in_order(size_t low, size_t high) {
     dispatch_release(io);
     CHECK(latch_wait(&cleaned, 10));  // the channel owns the descriptor until then
     close(p[0]);
+    dispatch_release(reader);
     free(c.bytes);
     free(bytes);
 }
@@ -347,6 +349,9 @@ static void test_stop(void) {
     CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
     close(p[0]);
     close(p[1]);
+    free(c1.bytes);
+    free(c2.bytes);
+    free(c3.bytes);
 }
 
 static void test_errors(void) {
@@ -404,6 +409,7 @@ static void test_epipe(void) {
     dispatch_release(data);
     CHECK(latch_wait(&cleaned, 10));
     close(p[1]);
+    free(c.bytes);
 #endif
 }
 
@@ -456,6 +462,7 @@ static void test_request_response(void) {
     close(sv[0]);
     close(sv[1]);
     free(response.bytes);
+    free(wrote.bytes);
 }
 
 // MARK: - Barriers and conveniences
@@ -634,7 +641,8 @@ static void test_strict_interval(void) {
     dispatch_io_set_interval(io, 50 * NSEC_PER_MSEC, DISPATCH_IO_STRICT_INTERVAL);
     interval_probe_t probe = { 0 };
     latch_init(&probe.done, 1);
-    dispatch_io_read_f(io, 0, SIZE_MAX, dispatch_queue_create("interval", NULL), &probe, interval_collect);
+    dispatch_queue_t reader = dispatch_queue_create("interval", NULL);
+    dispatch_io_read_f(io, 0, SIZE_MAX, reader, &probe, interval_collect);
     CHECK(write(p[1], "0123456789", 10) == 10);
     // Nothing else is written: only the interval can deliver these 10 bytes.
     uint64_t give_up = now_ns() + 5 * NSEC_PER_SEC;
@@ -647,6 +655,7 @@ static void test_strict_interval(void) {
     dispatch_release(io);
     CHECK(latch_wait(&cleaned, 10));
     close(p[0]);
+    dispatch_release(reader);
 }
 
 // MARK: - Barriers open path channels; channels that share a descriptor
