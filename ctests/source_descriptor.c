@@ -474,6 +474,22 @@ static void dev_null(void) {
 #endif
 }
 
+static void descriptor_not_open(void) {
+    check_section("a read source on a descriptor that is not open reports it at most once, then is silent");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-fd.badfd", NULL);
+    int fd = 900;
+    while (fcntl(fd, F_GETFD) != -1) fd++;  // a number nothing has open
+    static fd_probe_t probe;
+    dispatch_source_t source = fd_source(&probe, DISPATCH_SOURCE_TYPE_READ, fd, ACT_READ, queue);
+    dispatch_activate(source);
+    sleep_ms(200);
+    // libdispatch stays silent; GrandCentral reports the error once (data 0, read fails
+    // with EBADF) and does not spin re-reporting it.
+    CHECKF(atomic_load(&probe.calls) <= 1, "%ld handler calls in 200 ms", atomic_load(&probe.calls));
+    fd_finish(&probe);
+    dispatch_release(queue);
+}
+
 #ifdef __BLOCKS__
 static void block_handlers(void) {
     check_section("block handlers: a pipe read source reads what was written, then cancels once");
@@ -517,6 +533,7 @@ int main(void) {
     descriptor_reuse();
     churn();
     dev_null();
+    descriptor_not_open();
 #ifdef __BLOCKS__
     block_handlers();
 #endif

@@ -456,6 +456,73 @@ static void block_handlers(void) {
 }
 #endif
 
+// MARK: - Setting a timer again drops the old schedule's fires; suspended before activation
+
+typedef struct {
+    dispatch_source_t source;
+    atomic_ulong data;
+    atomic_long calls;
+    atomic_ulong last_call_ns;
+} settimer_probe_t;
+
+static void settimer_event(void *context) {
+    settimer_probe_t *probe = context;
+    atomic_fetch_add(&probe->data, dispatch_source_get_data(probe->source));
+    atomic_store(&probe->last_call_ns, now_ns());
+    atomic_fetch_add(&probe->calls, 1);
+}
+
+static void block_queue(void *context) { sleep_ms((unsigned)(uintptr_t)context); }
+
+static void set_timer_drops_pending_fires(void) {
+    check_section("setting a timer again drops the fires merged for its old schedule");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-timer.reset", NULL);
+    static settimer_probe_t probe;
+    probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
+    dispatch_set_context(probe.source, &probe);
+    dispatch_source_set_event_handler_f(probe.source, settimer_event);
+    // The target is busy for 100 ms, so the 10 ms timer's fires pile up as pending data.
+    dispatch_async_f(queue, (void *)(uintptr_t)100, block_queue);
+    dispatch_source_set_timer(probe.source, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_MSEC), 10 * NSEC_PER_MSEC, 0);
+    dispatch_activate(probe.source);
+    sleep_ms(60);
+    uint64_t reset = now_ns();
+    dispatch_source_set_timer(probe.source, dispatch_time(DISPATCH_TIME_NOW, 300 * NSEC_PER_MSEC),
+                              DISPATCH_TIME_FOREVER, 0);
+    WAIT_FOR_COUNT(&probe.calls, 1, 5);
+    CHECKF(atomic_load(&probe.last_call_ns) >= reset + 300 * NSEC_PER_MSEC,
+           "the first handler call came %.1f ms after the reset, before the new start (old fires were kept)",
+           (double)(atomic_load(&probe.last_call_ns) - reset) / 1e6);
+    CHECK_EQ(atomic_load(&probe.data), 1);
+    dispatch_source_cancel(probe.source);
+    dispatch_release(probe.source);
+    dispatch_release(queue);
+}
+
+static void suspended_before_activation_costs_nothing(void) {
+    check_section("a timer suspended before activation does not fire (or cost CPU) until resumed");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-timer.presuspended", NULL);
+    static settimer_probe_t probe;
+    memset(&probe, 0, sizeof probe);
+    probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
+    dispatch_set_context(probe.source, &probe);
+    dispatch_source_set_event_handler_f(probe.source, settimer_event);
+    dispatch_source_set_timer(probe.source, DISPATCH_TIME_NOW, 50 * NSEC_PER_USEC, 0);
+    dispatch_suspend(probe.source);
+    dispatch_activate(probe.source);
+    uint64_t cpu0 = process_cpu_ns();
+    sleep_ms(300);
+    uint64_t cpu = process_cpu_ns() - cpu0;
+    CHECK_EQ(atomic_load(&probe.calls), 0);
+    CHECKF(cpu < 60 * NSEC_PER_MSEC, "%.1f ms of CPU in 300 ms while suspended", (double)cpu / 1e6);
+    dispatch_resume(probe.source);
+    WAIT_FOR_COUNT(&probe.calls, 1, 5);
+    CHECKF(atomic_load(&probe.data) > 1, "the suspended fires were coalesced (data %lu)", atomic_load(&probe.data));
+    dispatch_source_cancel(probe.source);
+    dispatch_release(probe.source);
+    dispatch_release(queue);
+}
+
 int main(void) {
     check_start("source_timer", 50);
     repeating_does_not_drift();
@@ -467,6 +534,8 @@ int main(void) {
     walltime_start_fires();
     huge_values();
     many_short_timers();
+    set_timer_drops_pending_fires();
+    suspended_before_activation_costs_nothing();
 #ifdef __BLOCKS__
     block_handlers();
 #endif

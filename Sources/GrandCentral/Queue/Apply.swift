@@ -14,6 +14,11 @@ import Synchronization
 /// applies from flooding the pool.
 final class ApplyState: @unchecked Sendable {
     let work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void
+    /// When set, called once per claimed chunk (start, end) instead of `work` per index:
+    /// the Swift API's trampoline loads its closure once per chunk, not once per
+    /// iteration (each load retains the closure's context, an atomic on one cache line
+    /// that every participant would fight over).
+    let rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?
     let context: UnsafeMutableRawPointer?
     let iterations: Int
     let chunk: Int
@@ -23,8 +28,10 @@ final class ApplyState: @unchecked Sendable {
     let finished: UnsafeMutablePointer<UInt32>
 
     init(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
+         rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
          context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int) {
         self.work = work
+        self.rangeWork = rangeWork
         self.context = context
         self.iterations = iterations
         self.chunk = chunk
@@ -43,10 +50,14 @@ final class ApplyState: @unchecked Sendable {
             let start = next.wrappingAdd(chunk, ordering: .relaxed).oldValue
             if start >= iterations { break }
             let end = min(start + chunk, iterations)
-            var i = start
-            while i < end {
-                work(context, i)
-                i += 1
+            if let rangeWork {
+                rangeWork(context, start, end)
+            } else {
+                var i = start
+                while i < end {
+                    work(context, i)
+                    i += 1
+                }
             }
             let total = done.wrappingAdd(end - start, ordering: .acquiringAndReleasing).newValue
             if total == iterations {
@@ -69,13 +80,15 @@ private let applyHelper: DispatchFunction = { context in
 
 extension DispatchQueue {
     final func apply(iterations: Int, context: UnsafeMutableRawPointer?,
-                     work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void) {
+                     work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
+                     rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)? = nil) {
         if iterations <= 0 { return }
         let nested = gc_thread_self().pointee.apply != nil
         let cpus = ThreadPool.shared.activeCPUs
         let parallel = !nested && iterations > 1 && cpus > 1 && (role == .root || (usesWidth.load(ordering: .relaxed) && !isSerial))
         if !parallel {
             if role == .root || nested {
+                if let rangeWork { return rangeWork(context, 0, iterations) }
                 for i in 0..<iterations { work(context, i) }
                 return
             }
@@ -86,7 +99,7 @@ extension DispatchQueue {
         let width = min(cpus, iterations, Int(self.width.load(ordering: .relaxed)))
         // Chunks small enough to balance (about 16 per participant), never empty.
         let chunk = max(1, iterations / (width * 16))
-        let state = ApplyState(work: work, context: context, iterations: iterations, chunk: chunk)
+        let state = ApplyState(work: work, rangeWork: rangeWork, context: context, iterations: iterations, chunk: chunk)
         for _ in 1..<width {
             enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
         }
@@ -99,6 +112,13 @@ extension DispatchQueue {
             // The caller's share is an item of the queue too: it takes a unit of width (or
             // waits behind a barrier, or for a suspended queue to resume) like the helpers.
             sync(applyParticipant, Unmanaged.passUnretained(state).toOpaque(), barrier: false, caller: "dispatch_apply")
+        }
+        // The rest is at most a chunk per helper, already running: spin briefly before
+        // sleeping (a futex sleep and wake cost more than a chunk of short iterations).
+        var spins = 0
+        while gc_word_load(state.finished) == 0 && spins < 4096 {
+            gc_cpu_relax()
+            spins += 1
         }
         if gc_word_load(state.finished) == 0 {
             BlockingRegion.enter()

@@ -40,9 +40,10 @@ import Synchronization
 //
 // Descriptors epoll cannot watch (regular files and directories: EPERM) are always
 // ready, as in libdispatch: an armed registration on them is reported at once. A
-// descriptor epoll rejects for another reason (EBADF: not open) reports GC_POLL_ERR each
-// time it is armed; that is the world's fault, delivered through the error channel, not
-// a crash.
+// descriptor epoll rejects for another reason (EBADF: not open) reports GC_POLL_ERR once
+// to each registration (the world's fault, delivered through the error channel, not a
+// crash), and then stays silent: re-arming does not report it again, so a client that
+// ignores the error does not spin a thread and the event loop.
 
 /// What a registration waits for.
 enum DescriptorInterest: Sendable {
@@ -86,6 +87,8 @@ final class DescriptorRegistration: @unchecked Sendable {
 
     var isRegistered = false
     var isArmed = false
+    /// It was told its descriptor cannot be watched at all (a synthetic GC_POLL_ERR).
+    var errorReported = false
     /// The entry this registration joined (it stays with a retired entry).
     var entry: DescriptorTable.Entry?
 
@@ -331,15 +334,18 @@ extension EventLoop {
         let pending = descriptors.syntheticPending
         descriptors.syntheticPending.removeAll(keepingCapacity: true)
         for entry in pending where descriptors.entry(descriptor: entry.descriptor, generation: entry.generation) === entry {
-            deliver(entry.syntheticEvents, to: entry)
+            deliver(entry.syntheticEvents, to: entry, synthetic: true)
         }
     }
 
-    private func deliver(_ events: UInt32, to entry: DescriptorTable.Entry) {
+    private func deliver(_ events: UInt32, to entry: DescriptorTable.Entry, synthetic: Bool = false) {
+        let unwatchable = synthetic && events == GC_POLL_ERR
         for registration in entry.registrations where registration.isArmed {
+            if unwatchable && registration.errorReported { continue }  // told once already
             let relevant = events & registration.interest.relevantEvents
             if relevant != 0 {
                 registration.isArmed = false
+                if unwatchable { registration.errorReported = true }
                 registration.handler(registration.context, relevant)
             }
         }
@@ -350,7 +356,10 @@ extension EventLoop {
         if entry.isRetired { return }  // its file is gone; the number belongs to another
         let wanted = entry.armedEvents
         if entry.syntheticEvents != 0 {
-            if wanted != 0 { descriptors.syntheticPending.append(entry) }
+            let unwatchable = entry.syntheticEvents == GC_POLL_ERR
+            if entry.registrations.contains(where: { $0.isArmed && !(unwatchable && $0.errorReported) }) {
+                descriptors.syntheticPending.append(entry)
+            }
             return
         }
         if wanted == entry.kernelEvents { return }

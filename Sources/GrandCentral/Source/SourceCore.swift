@@ -256,7 +256,12 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             if done { break }
             s = now
         }
-        if s & SourceState.cancelled == 0 { monitor.start(self) }
+        if s & SourceState.cancelled == 0 {
+            monitor.start(self)
+            // Suspended before it was activated: the monitor starts suspended too (a timer
+            // must not fire, and cost wakeups, until the resume).
+            if SourceState(s).suspendCount > 0 { monitor.suspend(self) }
+        }
         lifecycleLock.unlock()
         wakeup()
     }
@@ -373,6 +378,13 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             // libdispatch crashes here too; say why.
             clientBug(caller, "the source is not a DATA_ADD, DATA_OR or DATA_REPLACE source")
         }
+    }
+
+    /// Drops the data merged but not yet delivered (a timer set again). A drain that
+    /// already took it delivers it; one that has not finds nothing pending.
+    func discardPendingData() {
+        state.bitwiseAnd(~SourceState.pending, ordering: .sequentiallyConsistent)
+        pendingData.store(0, ordering: .sequentiallyConsistent)
     }
 
     /// Sets PENDING (after the data word changed) and wakes the source if that made it

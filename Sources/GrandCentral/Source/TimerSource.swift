@@ -74,6 +74,11 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
         next.isStopped = config.isStopped
         next.arm = config.arm
         config = next
+        // libdispatch: "any pending source data accumulated for the previous timer values
+        // has been cleared". Fires merge under this lock (`fired`), so none of the old
+        // schedule's can land after this.
+        let source = Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue()
+        source.discardPendingData()
         if config.isStarted && !config.isStopped { armLocked() }
         configLock.unlock()
     }
@@ -108,11 +113,18 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
     func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(self) }
     func resume(_ source: SourceCore) { EventLoop.shared.resumeTimer(self) }
 
-    /// Event thread: the node's arm came due. Returns the fires to merge (0 for a stale
-    /// fire), re-arming a repeating timer for its next multiple of the interval.
-    fileprivate func fired() -> UInt {
+    /// Event thread: the node's arm came due. Merges the fires into `source` (none for a
+    /// stale fire), re-arming a repeating timer for its next multiple of the interval.
+    /// The merge happens under the lock, so `setTimer` can discard every merged fire of
+    /// the schedule it replaces.
+    fileprivate func fired(_ source: SourceCore) {
         configLock.lock()
         defer { configLock.unlock() }
+        let count = firedLocked()
+        if count != 0 { source.mergeAdd(count) }
+    }
+
+    private func firedLocked() -> UInt {
         guard config.arm != 0, appliedArm == config.arm, let clock = config.clock else { return 0 }
         let interval = config.interval
         guard interval != 0 else {
@@ -139,8 +151,7 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
 /// Event thread: a timer source's node fired; `context` is the core (the node's reference).
 private let timerFired: DispatchFunction = { context in
     let source = Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue()
-    let count = unsafeDowncast(source.monitor, to: SourceTimer.self).fired()
-    if count != 0 { source.mergeAdd(count) }
+    unsafeDowncast(source.monitor, to: SourceTimer.self).fired(source)
 }
 
 /// Event thread: the cancel completed; no fire follows. Drops the node's reference.

@@ -222,7 +222,8 @@ extension DispatchQueue {
             var thunk: (Int) -> Void = escapable
             withUnsafeMutablePointer(to: &thunk) { pointer in
                 let queue = HeldQueues.current.flatMap { $0.isSerial ? nil : $0 } ?? RootQueues.defaultQueue
-                queue.apply(iterations: iterations, context: UnsafeMutableRawPointer(pointer), work: indexThunkTrampoline)
+                queue.apply(iterations: iterations, context: UnsafeMutableRawPointer(pointer), work: indexThunkTrampoline,
+                            rangeWork: rangeThunkTrampoline)
             }
         }
     }
@@ -261,6 +262,16 @@ private let thunkTrampoline: DispatchFunction = { context in
 
 private let indexThunkTrampoline: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void = { context, index in
     context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee(index)
+}
+
+/// Runs indices start..<end with one load of the closure (see `ApplyState.rangeWork`).
+private let rangeThunkTrampoline: @convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void = { context, start, end in
+    let body = context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee
+    var i = start
+    while i < end {
+        body(i)
+        i += 1
+    }
 }
 
 /// A key for `setSpecific`/`getSpecific`: compared by identity.
