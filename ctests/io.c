@@ -737,6 +737,37 @@ static void test_shared_channels(void) {
     free(bytes);
 }
 
+static void test_independent_channels_share(void) {
+    check_section("two channels made on one pipe: the first to close neither blocks the pipe nor cleans up early");
+    int p[2];
+    CHECK(pipe(p) == 0);
+    atomic_store(&cleanups, 0);
+    latch_t cleaned;
+    latch_init(&cleaned, 2);
+    dispatch_io_t first = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &cleaned, count_cleanup);
+    dispatch_io_t second = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &cleaned, count_cleanup);
+    collector_t c;
+    collector_init(&c);
+    dispatch_io_read_f(second, 0, 10, global(), &c, collect);   // waits: nothing written yet
+    dispatch_io_close(first, 0);
+    dispatch_release(first);
+    sleep_ms(50);
+    CHECKF(fcntl(p[0], F_GETFL) & O_NONBLOCK, "the pipe is still non-blocking while the second channel reads");
+    CHECK_EQ(atomic_load(&cleanups), 0);  // the first cleanup waits for the second channel
+    CHECK(write(p[1], "0123456789", 10) == 10);
+    collector_wait(&c);
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(c.size, 10);
+    dispatch_io_close(second, 0);
+    dispatch_release(second);
+    CHECK(latch_wait(&cleaned, 10));
+    CHECK_EQ(atomic_load(&cleanups), 2);
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);  // the blocking mode it had, given back
+    close(p[0]);
+    close(p[1]);
+    free(c.bytes);
+}
+
 // MARK: - A thousand stream channels, a handful of threads
 
 enum { MANY_CHANNELS = 1000 };
@@ -832,6 +863,7 @@ int main(void) {
     test_strict_interval();
     test_barrier_opens_path();
     test_shared_channels();
+    test_independent_channels_share();
     test_many_channels();
 #ifdef __BLOCKS__
     test_blocks();

@@ -55,7 +55,10 @@ private func makeChannel(_ type: UInt, _ descriptor: IODescriptor, _ queueHandle
 public func dispatch_io_create_f(_ type: UInt, _ fd: Int32, _ queue: UnsafeMutableRawPointer?,
                                  _ context: UnsafeMutableRawPointer?,
                                  _ cleanup: dispatch_io_cleanup_function_t?) -> UnsafeMutableRawPointer? {
-    makeChannel(type, IODescriptor(descriptor: fd), queue, context, cleanup, "dispatch_io_create_f")
+    // The type first: a descriptor entry taken for a channel that is never made would keep
+    // the descriptor non-blocking.
+    guard ioType(type, "dispatch_io_create_f") != nil else { return nil }
+    return makeChannel(type, IODescriptor.shared(descriptor: fd), queue, context, cleanup, "dispatch_io_create_f")
 }
 
 @_cdecl("dispatch_io_create_with_path_f")
@@ -72,12 +75,9 @@ public func dispatch_io_create_with_io_f(_ type: UInt, _ io: UnsafeMutableRawPoi
                                          _ context: UnsafeMutableRawPointer?,
                                          _ cleanup: dispatch_io_cleanup_function_t?) -> UnsafeMutableRawPointer? {
     let descriptor = channel(io, "dispatch_io_create_with_io_f")._withUnsafeGuaranteedRef { $0.descriptor }
+    guard ioType(type, "dispatch_io_create_with_io_f") != nil else { return nil }
     descriptor.addUser()
-    guard let handle = makeChannel(type, descriptor, queue, context, cleanup, "dispatch_io_create_with_io_f") else {
-        descriptor.channelDidFinish()
-        return nil
-    }
-    return handle
+    return makeChannel(type, descriptor, queue, context, cleanup, "dispatch_io_create_with_io_f")
 }
 
 @_cdecl("dispatch_io_read_f")

@@ -76,6 +76,11 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// event thread's completions).
     private let pendingUnregistrations = Atomic<Int>(0)
 
+    /// Whether the cleanup handler waits for every channel sharing the descriptor (true,
+    /// as in libdispatch; false for the dispatch_read/dispatch_write channels, whose cleanup
+    /// is the client's one-shot handler). Set before the first operation.
+    var waitsForSharers = true
+
     init(type: IOChannelType, descriptor: IODescriptor, cleanupQueue: DispatchQueue?,
          cleanupHandler: ((Int32) -> Void)?) {
         self.type = type
@@ -329,15 +334,17 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     fileprivate func unregistrationDone() {
         guard pendingUnregistrations.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
         let error = descriptor.error
-        descriptor.channelDidFinish()
         let handler = lock.withLock { () -> ((Int32) -> Void)? in
             let h = cleanupHandler
             cleanupHandler = nil
             return h
         }
-        guard let handler else { return }
-        (cleanupQueue ?? DispatchQueue.defaultRootQueue).enqueue(closureBoxTrampoline,
-                                                                ClosureBox.retainedContext { handler(error) })
+        let queue = cleanupQueue ?? DispatchQueue.defaultRootQueue
+        // Runs when every channel sharing the descriptor is done (see IODescriptor).
+        descriptor.channelDidFinish(waitForOthers: waitsForSharers) {
+            guard let handler else { return }
+            queue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { handler(error) })
+        }
     }
 }
 

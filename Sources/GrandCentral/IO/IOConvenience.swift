@@ -22,10 +22,11 @@ extension IOChannel {
     static func readAll(descriptor fd: Int32, length: Int, queue: DispatchQueue,
                         handler: @escaping (Unmanaged<DataObject>, Int32) -> Void) {
         let outcome = OneShotOutcome()
-        let channel = IOChannel(type: .stream, descriptor: IODescriptor(descriptor: fd), cleanupQueue: queue) { _ in
+        let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
             handler(outcome.data ?? .passUnretained(DataObject.empty), outcome.error)
             outcome.data?.releaseData()
         }
+        channel.waitsForSharers = false
         channel.setLowWater(Int.max)  // no partial calls: everything comes with `done`
         channel.submit(IOOperation.read(channel, offset: 0, length: length, queue: queue) { done, data, error in
             if done { outcome.record(data, error) }
@@ -38,10 +39,11 @@ extension IOChannel {
     static func writeAll(descriptor fd: Int32, data: Unmanaged<DataObject>, queue: DispatchQueue,
                          handler: @escaping (Unmanaged<DataObject>?, Int32) -> Void) {
         let outcome = OneShotOutcome()
-        let channel = IOChannel(type: .stream, descriptor: IODescriptor(descriptor: fd), cleanupQueue: queue) { _ in
+        let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
             handler(outcome.data, outcome.error)
             outcome.data?.releaseData()
         }
+        channel.waitsForSharers = false
         channel.submit(IOOperation.write(channel, offset: 0, data: data, queue: queue) { done, rest, error in
             if done { outcome.record(rest, error) }
         })

@@ -2,8 +2,12 @@ import CGrandCentral
 import Glibc
 import Synchronization
 
-// The descriptor behind one or more channels (a channel and those made from it with
-// dispatch_io_create_with_io share one). It opens a path lazily, on the first operation, and
+// The descriptor behind one or more channels. Channels share one when they are made from
+// one another (dispatch_io_create_with_io) and when they are made on the same client
+// descriptor while it is in use (`shared(descriptor:)`, as libdispatch shares its fd
+// entries): otherwise the first channel to finish would put a stream's blocking mode back
+// under the others. Every sharing channel's cleanup handler waits for the last one, as in
+// libdispatch (a cleanup handler may close the descriptor). It opens a path lazily, on the first operation, and
 // remembers the outcome; it makes a stream descriptor non-blocking and puts the old status
 // flags back when the last channel using it is done; and it closes a descriptor it opened
 // itself (a path channel's) at that moment, never a descriptor the client passed in.
@@ -41,9 +45,32 @@ final class IODescriptor: @unchecked Sendable {
     private var savedFlags: Int32?
     /// Channels still using the descriptor; the last one to finish restores or closes it.
     private let users = Atomic<Int>(1)
+    /// Cleanups of channels that finished before the last one, under `lock`.
+    private var waitingCleanups: [() -> Void] = []
+    /// The client descriptor this entry is registered under in `registry`, or nil.
+    private var registeredDescriptor: Int32?
+
+    /// Client descriptors in use by channels, by number. Guarded by its mutex, which also
+    /// covers creating an entry (its O_NONBLOCK) and the last user's restoring the flags,
+    /// so a new channel never sees the flags of one that is going away.
+    private static let registry = Mutex<[Int32: IODescriptor]>([:])
+
+    /// The descriptor entry for client descriptor `fd`: the one channels already use, or a
+    /// new one (checked now: EBADF for a descriptor that is not open).
+    static func shared(descriptor fd: Int32) -> IODescriptor {
+        registry.withLock { table in
+            if let entry = table[fd], entry.tryAddUser() { return entry }
+            let entry = IODescriptor(descriptor: fd)
+            if case .open = entry.state {
+                entry.registeredDescriptor = fd
+                table[fd] = entry
+            }
+            return entry
+        }
+    }
 
     /// A descriptor the client owns; checked now (EBADF for one that is not open).
-    init(descriptor: Int32) {
+    private init(descriptor: Int32) {
         ownsDescriptor = false
         state = .failed(EBADF)
         state = prepare(descriptor)
@@ -116,20 +143,54 @@ final class IODescriptor: @unchecked Sendable {
     /// One more channel uses the descriptor (dispatch_io_create_with_io).
     func addUser() { users.wrappingAdd(1, ordering: .relaxed) }
 
+    /// One more channel, unless the last one has already finished (then the caller makes a
+    /// new entry).
+    private func tryAddUser() -> Bool {
+        var n = users.load(ordering: .relaxed)
+        while n > 0 {
+            let (done, now) = users.weakCompareExchange(expected: n, desired: n + 1, ordering: .relaxed)
+            if done { return true }
+            n = now
+        }
+        return false
+    }
+
     /// A channel is done with the descriptor (its operations are over and its readiness
-    /// registrations are gone). The last one puts the flags back or closes what it opened.
-    func channelDidFinish() {
+    /// registrations are gone); `cleanup` schedules its cleanup handler. The last channel
+    /// puts the flags back or closes what it opened, then every waiting cleanup runs.
+    /// `waitForOthers: false` (dispatch_read/dispatch_write, whose handler is their cleanup)
+    /// runs `cleanup` as soon as this channel is done.
+    func channelDidFinish(waitForOthers: Bool = true, then cleanup: @escaping () -> Void) {
+        if waitForOthers {
+            lock.withLock { _ in waitingCleanups.append(cleanup) }
+        }
+        defer { if !waitForOthers { cleanup() } }
         // acquiringAndReleasing: the last user must see the others' uses completed.
         guard users.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
-        lock.withLock { _ in
-            guard case .open(let fd, _) = state else { return }
-            if ownsDescriptor {
-                Glibc.close(fd)
-            } else if let savedFlags {
-                _ = gc_io_restore_flags(fd, savedFlags)
+        let finish = { [self] in
+            lock.withLock { _ in
+                guard case .open(let fd, _) = state else { return }
+                if ownsDescriptor {
+                    Glibc.close(fd)
+                } else if let savedFlags {
+                    _ = gc_io_restore_flags(fd, savedFlags)
+                }
+                state = .failed(EBADF)
             }
-            state = .failed(EBADF)
         }
+        if let fd = registeredDescriptor {
+            IODescriptor.registry.withLock { table in
+                if table[fd] === self { table[fd] = nil }
+                finish()
+            }
+        } else {
+            finish()
+        }
+        let cleanups = lock.withLock { _ in
+            defer { waitingCleanups = [] }
+            return waitingCleanups
+        }
+        for run in cleanups { run() }
     }
 }
 

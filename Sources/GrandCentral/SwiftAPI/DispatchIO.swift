@@ -49,7 +49,7 @@ public class DispatchIO: DispatchObject, @unchecked Sendable {
     /// A channel over `fileDescriptor`, which it owns until `cleanupHandler` has run on `queue`.
     public convenience init(type: StreamType, fileDescriptor: Int32, queue: DispatchQueue,
                             cleanupHandler: @escaping (_ error: Int32) -> Void) {
-        self.init(channel: IOChannel(type: type.channelType, descriptor: IODescriptor(descriptor: fileDescriptor),
+        self.init(channel: IOChannel(type: type.channelType, descriptor: IODescriptor.shared(descriptor: fileDescriptor),
                                      cleanupQueue: queue, cleanupHandler: cleanupHandler))
     }
 
