@@ -2,6 +2,7 @@
 #include "CGrandCentral.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -119,6 +120,22 @@ int gc_thread_create(void (*body)(void *), void *argument, const char *name) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) free(start);
+    return rc;
+}
+
+int gc_thread_set_name(int32_t tid, const char *name) {
+    char truncated[16];
+    strncpy(truncated, name, sizeof truncated - 1);
+    truncated[sizeof truncated - 1] = 0;
+    if (tid == gc_thread_id()) return pthread_setname_np(pthread_self(), truncated);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    size_t n = strlen(truncated);
+    ssize_t w = write(fd, truncated, n);
+    int rc = w == (ssize_t)n ? 0 : errno;
+    close(fd);
     return rc;
 }
 

@@ -36,6 +36,11 @@ uint64_t gc_walltime_ns(void);    // CLOCK_REALTIME
 int gc_thread_create(void (*body)(void *), void *argument, const char *name);
 /// The kernel thread id of the caller.
 int32_t gc_thread_id(void);
+/// Names thread `tid` of this process (what `top -H`, `ps -L` and gdb show), truncated to
+/// the kernel's 15 characters. What `pthread_setname_np` does for another thread (writes
+/// /proc/self/task/<tid>/comm), by thread id, so a thread that has exited is an ENOENT,
+/// not a use of a dead `pthread_t`. Returns 0 or an errno.
+int gc_thread_set_name(int32_t tid, const char *name);
 /// True when the kernel reports thread `tid` of this process as running or runnable
 /// ('R' in /proc/self/task/<tid>/stat). Used by the starvation monitor only.
 bool gc_thread_is_runnable(int32_t tid);

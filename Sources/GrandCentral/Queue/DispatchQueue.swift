@@ -102,7 +102,10 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         }
         runFinalizer()  // on the target, which must still be alive
         if let target = targetQueue { Unmanaged.passUnretained(target).release() }
-        if let labelPointer { free(labelPointer) }
+        if let labelPointer {
+            ThreadNames.queueWillFree()  // the monitor may be copying it into a thread's name
+            free(labelPointer)
+        }
         specifics?.destroyAll()
     }
 

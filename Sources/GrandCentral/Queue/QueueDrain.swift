@@ -37,9 +37,11 @@ extension DispatchQueue {
     /// them through its width). A new kind of queue-like object adds its own drain here and
     /// ends it through `finishDrain`.
     final func drain() {
+        let recorded = ThreadNames.enter(self)  // for the worker's name (ThreadNames)
         let outcome = HeldQueues.entering(self, exclusive: true) {
             usesWidth.load(ordering: .acquiring) ? drainConcurrent() : drainSerial()
         }
+        ThreadNames.leave(recorded)
         finishDrain(outcome)
     }
 
@@ -273,7 +275,9 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
         // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
         ownerQueue._withUnsafeGuaranteedRef { queue in
+            let recorded = ThreadNames.enter(queue)
             HeldQueues.entering(queue, exclusive: false) { function(context) }
+            ThreadNames.leave(recorded)
             queue.releaseWidth()
         }
     } else {

@@ -114,7 +114,7 @@ final class EventLoop: @unchecked Sendable {
                                             EventLoop.internalData(wakeupDescriptor)), "epoll_ctl")
         let started = gc_thread_create({ raw in
             Unmanaged<EventLoop>.fromOpaque(raw!).takeUnretainedValue().run()
-        }, Unmanaged.passRetained(self).toOpaque(), "gc-event")
+        }, Unmanaged.passRetained(self).toOpaque(), ThreadNames.event)
         if started != 0 { EventLoop.systemFailure("pthread_create", -started) }
     }
 

@@ -99,7 +99,12 @@ final class StarvationMonitor: @unchecked Sendable {
     let lockStalledSamples = 20
     /// Quiet ticks before the monitor goes back to sleep.
     let quietTicksBeforeSleep = 10
-    /// Futex word: 1 while the monitor sleeps waiting for a poke.
+    /// Ticks while nothing starves but some worker is busy, only to name long-running
+    /// workers (ThreadNames).
+    let namingTick: Int64 = 4_000_000
+    /// Futex word: 0 while the monitor ticks every `tick`; 1 while it sleeps waiting for a
+    /// poke; 2 while it dozes (ticks every `namingTick`: nothing starves, a worker is busy),
+    /// which a poke also ends.
     private let parked: UnsafeMutablePointer<UInt32> = {
         let p = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
         p.initialize(to: 0)
@@ -118,13 +123,65 @@ final class StarvationMonitor: @unchecked Sendable {
     func pokeSlow() {
         if !started.load(ordering: .relaxed) {
             if !started.exchange(true, ordering: .acquiringAndReleasing) {
-                _ = gc_thread_create(monitorMain, Unmanaged.passUnretained(self).toOpaque(), "gc.monitor")
+                _ = gc_thread_create(monitorMain, Unmanaged.passUnretained(self).toOpaque(), ThreadNames.monitor)
             }
             return
         }
-        if gc_word_load_seq_cst(parked) == 1 && gc_word_cas(parked, 1, 0) {
+        let word = gc_word_load_seq_cst(parked)
+        if word != 0 && gc_word_cas(parked, word, 0) {
             gc_futex_wake(parked, 1)
         }
+    }
+
+    /// A worker took an item after parking (or as its first): wake the monitor if it
+    /// sleeps, so the worker is named if the item runs long. Cold: after a futex wake. The
+    /// fence pairs with the one in `sleepUntilPoked` (the worker's `busy` store against the
+    /// monitor's `parked` store).
+    func workerWoke() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if started.load(ordering: .relaxed) && gc_word_load_seq_cst(parked) != 1 { return }
+        pokeSlow()
+    }
+
+    /// Sleeps until poked, unless work starves or a worker is busy after all.
+    private func sleepUntilPoked(_ pool: ThreadPool) {
+        // Publishing `parked` and then looking for work, against a producer's push and then
+        // its look at `parked`, is a Dekker pair: both sides sequentially consistent.
+        _ = gc_word_exchange_seq_cst(parked, 1)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        let busy = pool.snapshotWorkers().contains { $0.busy.load(ordering: .relaxed) }
+        if !busy && !(pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0) {
+            while gc_word_load_seq_cst(parked) == 1 { _ = gc_futex_wait(parked, 1, -1) }
+        } else {
+            gc_word_store(parked, 0)
+        }
+    }
+
+    /// Names the workers that have run one root item for `ThreadNames.nameAfter` after
+    /// it (ThreadNames). Returns whether any worker is busy.
+    private func nameWorkers(_ pool: ThreadPool) -> Bool {
+        var anyBusy = false
+        let now = Int64(bitPattern: gc_uptime_ns())
+        for worker in pool.snapshotWorkers() where worker.busy.load(ordering: .relaxed) {
+            anyBusy = true
+            let items = worker.itemsRun.load(ordering: .relaxed)
+            if items != worker.itemsSeenByNamer {
+                worker.itemsSeenByNamer = items
+                worker.itemSeenSince = now
+                continue
+            }
+            if now - worker.itemSeenSince < ThreadNames.nameAfter { continue }
+            if worker.nameLock.withLock({ $0 == .busy(item: items) }) { continue }
+            let name = ThreadNames.busyName(for: worker)
+            worker.nameLock.withLock { current in
+                // Still on that item (it renames itself idle under this lock when it parks).
+                guard worker.busy.load(ordering: .relaxed),
+                      worker.itemsRun.load(ordering: .relaxed) == items else { return }
+                current = .busy(item: items)
+                _ = gc_thread_set_name(worker.tid.load(ordering: .relaxed), name)
+            }
+        }
+        return anyBusy
     }
 
     fileprivate func run() {
@@ -133,27 +190,35 @@ final class StarvationMonitor: @unchecked Sendable {
         var lastOvercommitPops = RootQueues.overcommitPops()
         var unservedTicks = 0
         while true {
-            // One tick: `parked` is 0 while the monitor is active, so this sleeps until the
-            // timeout (FUTEX_WAIT returns at once only when the word differs).
-            _ = gc_futex_wait(parked, 0, tick)
+            // One tick: `parked` is 0 while the monitor is active (2 while it dozes), so this
+            // sleeps until the timeout (FUTEX_WAIT returns at once only when the word differs,
+            // and when a poke changed it).
+            let dozing = gc_word_load_seq_cst(parked) == 2
+            _ = gc_futex_wait(parked, dozing ? 2 : 0, dozing ? namingTick : tick)
             let starving = pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0
+            let anyBusy = nameWorkers(pool)
             if !starving {
+                if dozing && gc_word_load_seq_cst(parked) == 2 {
+                    if !anyBusy {
+                        sleepUntilPoked(pool)
+                        lastOvercommitPops = RootQueues.overcommitPops()
+                    }
+                    continue
+                }
                 quietTicks += 1
                 if quietTicks >= quietTicksBeforeSleep {
-                    // Sleep until a producer pokes us. Publishing `parked` and then looking
-                    // for work, against a producer's push and then its look at `parked`, is
-                    // a Dekker pair: both sides sequentially consistent.
-                    _ = gc_word_exchange_seq_cst(parked, 1)
-                    if !(pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0) {
-                        while gc_word_load_seq_cst(parked) == 1 { _ = gc_futex_wait(parked, 1, -1) }
+                    if anyBusy {
+                        // Doze: only workers to name. A poke (CAS 2 → 0) ends it.
+                        _ = gc_word_exchange_seq_cst(parked, 2)
                     } else {
-                        gc_word_store(parked, 0)
+                        sleepUntilPoked(pool)
                     }
                     quietTicks = 0
                     lastOvercommitPops = RootQueues.overcommitPops()
                 }
                 continue
             }
+            if dozing { gc_word_store(parked, 0) }
             quietTicks = 0
             let overcommitPops = RootQueues.overcommitPops()
             unservedTicks = overcommitPops != lastOvercommitPops ? 0 : unservedTicks + 1

@@ -154,7 +154,7 @@ final class ThreadPool: @unchecked Sendable {
         starting.wrappingAdd(1, ordering: .relaxed)
         let worker = Worker(pool: self)
         let context = Unmanaged.passRetained(worker).toOpaque()
-        if gc_thread_create(workerMain, context, "gc.worker") != 0 {
+        if gc_thread_create(workerMain, context, ThreadNames.worker) != 0 {
             Unmanaged<Worker>.fromOpaque(context).release()
             starting.wrappingSubtract(1, ordering: .relaxed)
             threads.wrappingSubtract(1, ordering: .relaxed)
@@ -173,10 +173,11 @@ final class ThreadPool: @unchecked Sendable {
     /// it came from.
     @inline(__always)
     func findWork(for worker: Worker) -> Continuation? {
-        for queue in scanOrder {
+        for (i, queue) in scanOrder.enumerated() {
             let (node, overcommit) = queue._withUnsafeGuaranteedRef { ($0.popRoot(), $0.overcommit) }
             if let node {
                 worker.servingOvercommit.store(overcommit, ordering: .relaxed)
+                worker.rootIndex.store(scanOrder.count - 1 - i, ordering: .relaxed)
                 return node
             }
         }
@@ -212,7 +213,12 @@ final class ThreadPool: @unchecked Sendable {
 /// `busy`, `servingOvercommit`, `inBlockingRegion`, `itemsRun`, `tid`, `cpuClock`. `tid` and `cpuClock` are
 /// stored before the worker registers, so the monitor (which finds workers through the
 /// registry's lock) sees them set.
-/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`.
+/// `rootIndex` (the root of the current or last item, index into `RootQueues.all`) and
+/// `runningQueue` (the queue being drained, or whose item runs; 0 if none: ThreadNames) too.
+/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`,
+/// `itemsSeenByNamer`, `itemSeenSince`.
+/// `nameLock`: the name the library last gave the thread; taken by the worker when it parks
+/// and by the monitor when it renames the worker (ThreadNames).
 final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
@@ -226,7 +232,22 @@ final class Worker: @unchecked Sendable {
     var itemsSeenByMonitor: UInt64 = .max
     var cpuSeenByMonitor: Int64 = -1
     var stalledSamplesByMonitor = 0
+    let rootIndex = Atomic<Int>(0)
+    let runningQueue = Atomic<UInt>(0)
+    let nameLock = Mutex<WorkerName>(.initial)
+    var itemsSeenByNamer: UInt64 = .max
+    var itemSeenSince: Int64 = 0
     init(pool: ThreadPool) { self.pool = pool }
+
+    /// Going idle: take the idle name of the last item's root, unless already named so.
+    func nameIdle() {
+        let bucket = rootIndex.load(ordering: .relaxed) / 2
+        nameLock.withLock { name in
+            if name == .idle(bucket: bucket) { return }
+            name = .idle(bucket: bucket)
+            _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(rootIndex: bucket * 2))
+        }
+    }
 
     func run() {
         tid.store(gc_thread_id(), ordering: .relaxed)
@@ -239,6 +260,8 @@ final class Worker: @unchecked Sendable {
         // cache is freed when this thread exits after its idle timeout.
         gc_thread_register_cache_cleanup()
         var first = true
+        /// Parked (or new) until this item: tell the monitor, which may be asleep.
+        var woke = true
         while true {
             let found = pool.findWork(for: self)
             if first {
@@ -247,6 +270,10 @@ final class Worker: @unchecked Sendable {
             }
             if let node = found {
                 busy.store(true, ordering: .relaxed)
+                if woke {
+                    woke = false
+                    pool.monitor.workerWoke()
+                }
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
                 if pool.hasWork() { pool.moreWorkQueued() }
@@ -257,7 +284,9 @@ final class Worker: @unchecked Sendable {
             }
             busy.store(false, ordering: .relaxed)
             if spinForWork() { continue }
+            nameIdle()
             if !park() { break }
+            woke = true
         }
         thread.pointee.worker = nil
         pool.unregister(self)
