@@ -82,7 +82,9 @@ final class ThreadNameTests: XCTestCase {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { fired.signal() }
         XCTAssertEqual(fired.wait(timeout: .now() + .seconds(10)), .success)
         let names = Array(threadNames().values)
-        XCTAssertEqual(names.filter { $0 == "gc.event" }.count, 1, "threads: \(names.sorted())")
+        // At least the shared loop's thread; other tests in this process start event loops
+        // of their own (EventLoopTests), which carry the same name.
+        XCTAssertGreaterThanOrEqual(names.filter { $0 == "gc.event" }.count, 1, "threads: \(names.sorted())")
         XCTAssertFalse(names.contains("gc-event"))
     }
 }
