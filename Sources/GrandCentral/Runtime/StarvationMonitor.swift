@@ -171,13 +171,13 @@ final class StarvationMonitor: @unchecked Sendable {
                 continue
             }
             if now - worker.itemSeenSince < ThreadNames.nameAfter { continue }
-            if worker.nameLock.withLock({ $0 == .busy(item: items) }) { continue }
+            if worker.nameLock.withLock({ worker.name == .busy(item: items) }) { continue }
             let name = ThreadNames.busyName(for: worker)
-            worker.nameLock.withLock { current in
+            worker.nameLock.withLock {
                 // Still on that item (it renames itself idle under this lock when it parks).
                 guard worker.busy.load(ordering: .relaxed),
                       worker.itemsRun.load(ordering: .relaxed) == items else { return }
-                current = .busy(item: items)
+                worker.name = .busy(item: items)
                 _ = gc_thread_set_name(worker.tid.load(ordering: .relaxed), name)
             }
         }

@@ -56,14 +56,15 @@ enum ThreadNames {
     static func idleName(rootIndex: Int) -> String { "gc.idle." + rootNames[rootIndex / 2] }
     static func busyName(rootIndex: Int) -> String { "gc.busy." + rootNames[rootIndex / 2] }
 
-    static let labelLock = Mutex<Void>(())
+    /// Our own lock, not `Mutex` (ThreadSanitizer cannot see the toolchain's Mutex).
+    static let labelLock = LabelLock()
     /// Set while the monitor reads a running queue's label; see the type's comment.
     static let labelReading = Atomic<Bool>(false)
 
     /// The name for a worker running `worker`'s current root item (monitor only).
     static func busyName(for worker: Worker) -> String {
         let root = worker.rootIndex.load(ordering: .relaxed)
-        return labelLock.withLock { _ -> String in
+        return labelLock.lock.withLock { () -> String in
             labelReading.store(true, ordering: .relaxed)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             defer { labelReading.store(false, ordering: .relaxed) }
@@ -84,7 +85,7 @@ enum ThreadNames {
     @inline(__always)
     static func queueWillFree() {
         atomicMemoryFence(ordering: .sequentiallyConsistent)
-        if labelReading.load(ordering: .relaxed) { labelLock.withLock { _ in } }
+        if labelReading.load(ordering: .relaxed) { labelLock.lock.withLock {} }
     }
 
     /// The current thread is entering `queue` (a drain, or a concurrent queue's item):
@@ -116,4 +117,9 @@ enum WorkerName: Equatable {
     case idle(bucket: Int)
     /// Named by the monitor for the root item numbered `item` (`Worker.itemsRun`).
     case busy(item: UInt64)
+}
+
+/// A home for a process-wide `SpinLock` (a non-copyable struct lives inside a class).
+final class LabelLock: Sendable {
+    let lock = SpinLock()
 }

@@ -217,8 +217,8 @@ final class ThreadPool: @unchecked Sendable {
 /// `runningQueue` (the queue being drained, or whose item runs; 0 if none: ThreadNames) too.
 /// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`,
 /// `itemsSeenByNamer`, `itemSeenSince`.
-/// `nameLock`: the name the library last gave the thread; taken by the worker when it parks
-/// and by the monitor when it renames the worker (ThreadNames).
+/// `name`, under `nameLock`: the name the library last gave the thread; the lock is taken by
+/// the worker when it parks and by the monitor when it renames the worker (ThreadNames).
 final class Worker: @unchecked Sendable {
     let pool: ThreadPool  // immortal; a strong let costs no reference counting to read
     let busy = Atomic<Bool>(false)
@@ -234,7 +234,10 @@ final class Worker: @unchecked Sendable {
     var stalledSamplesByMonitor = 0
     let rootIndex = Atomic<Int>(0)
     let runningQueue = Atomic<UInt>(0)
-    let nameLock = Mutex<WorkerName>(.initial)
+    /// Our own spin lock, not `Mutex`: the toolchain's Synchronization module is not built
+    /// for ThreadSanitizer, which then cannot see a Mutex order anything.
+    let nameLock = SpinLock()
+    var name = WorkerName.initial
     var itemsSeenByNamer: UInt64 = .max
     var itemSeenSince: Int64 = 0
     init(pool: ThreadPool) { self.pool = pool }
@@ -242,7 +245,7 @@ final class Worker: @unchecked Sendable {
     /// Going idle: take the idle name of the last item's root, unless already named so.
     func nameIdle() {
         let bucket = rootIndex.load(ordering: .relaxed) / 2
-        nameLock.withLock { name in
+        nameLock.withLock {
             if name == .idle(bucket: bucket) { return }
             name = .idle(bucket: bucket)
             _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(rootIndex: bucket * 2))
