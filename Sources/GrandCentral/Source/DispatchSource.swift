@@ -19,13 +19,7 @@ public class DispatchSource: DispatchObject, DispatchSourceProtocol, DispatchSou
 
     /// A source of `type`; nil when the type does not accept the handle or mask.
     static func make(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> DispatchSource? {
-        makeCore(type: type, handle: handle, mask: mask, queue: queue).map { DispatchSource(core: $0) }
-    }
-
-    /// The engine of a new source (nil when the type does not accept the handle or mask),
-    /// for `make` and for the Swift API's subclasses.
-    static func makeCore(type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?) -> SourceCore? {
-        SourceCore.make(type: type, handle: handle, mask: mask, queue: queue)
+        SourceCore.make(type: type, handle: handle, mask: mask, queue: queue).map { DispatchSource(core: $0) }
     }
 
     deinit {

@@ -72,11 +72,6 @@ enum StoredHandler {
             self = .object(handler)
         }
     }
-
-    var isNone: Bool {
-        if case .none = self { return true }
-        return false
-    }
 }
 
 /// Which handler a setter sets.
@@ -210,8 +205,6 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             }
         }
     }
-
-    var hasCancelHandler: Bool { !handler(.cancel).isNone }
 
     private func dropHandlers() {
         let dropped: (StoredHandler, StoredHandler, StoredHandler) = handlerLock.withLock {

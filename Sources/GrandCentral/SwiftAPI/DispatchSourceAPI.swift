@@ -173,7 +173,7 @@ extension DispatchSource {
     /// was wrong.
     private static func core(_ type: SourceType, handle: UInt, mask: UInt, queue: DispatchQueue?,
                              caller: StaticString, _ what: @autoclosure () -> String) -> SourceCore {
-        guard let core = makeCore(type: type, handle: handle, mask: mask, queue: queue) else {
+        guard let core = SourceCore.make(type: type, handle: handle, mask: mask, queue: queue) else {
             clientBug(caller, message: what())
         }
         return core
