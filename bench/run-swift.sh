@@ -10,6 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 package=$root/bench/swift
 scratch=$root/build/bench-swift
+"$root/scripts/fresh-scratch.sh" "$scratch"
 swift build --package-path "$package" --scratch-path "$scratch" -c release >"$root/build/bench-swift.log" 2>&1 \
     || { cat "$root/build/bench-swift.log" >&2; echo "bench: bench/swift did not build" >&2; exit 1; }
 bin=$(swift build --package-path "$package" --scratch-path "$scratch" -c release --show-bin-path)

@@ -54,6 +54,7 @@ cmake --build "$out/cmake-consumer" >>"$out/cmake-consumer.log" 2>&1 \
 # (SwiftPM builds the module into each program; there is no C ABI and no .so involved):
 # everyday code beside Foundation in Swift 6 and Swift 5 language modes, an async main, a
 # RunLoop main and a dispatchMain() tool (examples/swift-consumer/Package.swift).
+"$root/scripts/fresh-scratch.sh" "$out/swift-consumer"
 swift build --package-path "$root/examples/swift-consumer" --scratch-path "$out/swift-consumer" \
     -c release >"$out/swift-consumer.log" 2>&1 \
     || { cat "$out/swift-consumer.log" >&2; die "examples/swift-consumer did not build"; }
