@@ -55,6 +55,8 @@ test: install
 	scripts/api-diff.sh
 	$(call step,"swift test (XCTest)")
 	swift test --disable-swift-testing
+	$(call step,"Swift hot calls make no allocation (release build)")
+	scripts/allocation-check.sh
 	$(call step,"ctest (C tests)")
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 	$(call step,"header matrix")

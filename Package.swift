@@ -27,9 +27,15 @@ let package = Package(
             // _Concurrency, so only this build has them; CMake's libgrandcentral.so does not.
             swiftSettings: [.define("GRANDCENTRAL_EXECUTORS")]
         ),
+        // Counts heap allocations, for the tests that promise a hot path makes none
+        // (Tests/CAllocationCounter/include/CAllocationCounter.h).
+        .target(
+            name: "CAllocationCounter",
+            path: "Tests/CAllocationCounter"
+        ),
         .testTarget(
             name: "GrandCentralTests",
-            dependencies: ["GrandCentral"],
+            dependencies: ["GrandCentral", "CAllocationCounter"],
             path: "Tests/GrandCentralTests"
         ),
     ]

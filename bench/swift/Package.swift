@@ -13,5 +13,11 @@ let package = Package(
                           swiftSettings: [.define("BENCH_GRANDCENTRAL"), .unsafeFlags(["-Ounchecked"])]),
         .executableTarget(name: "BenchDispatch",
                           swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        // Not a benchmark: `make test` runs it (scripts/allocation-check.sh). It counts the
+        // heap allocations of the Swift API's hot calls in a release build.
+        .target(name: "CAllocationCounter"),
+        .executableTarget(name: "AllocationCheck",
+                          dependencies: [.product(name: "GrandCentral", package: "GrandCentral"),
+                                         "CAllocationCounter"]),
     ]
 )

@@ -189,6 +189,15 @@ static inline const void *gc_data_destructor_munmap_value(void) {
 /// thread exits, so threads that come and go do not leak their caches.
 void gc_thread_register_cache_cleanup(void);
 
+// MARK: - Non-escaping Swift closures (closure.c)
+
+/// Call a closure that gc_with_closure_void / gc_with_closure_index (closure.c, reached
+/// from Swift through @_silgen_name) stored; `closure` is the pointer those pass to their
+/// body. Valid only until that call returns.
+void gc_closure_call_void(void *closure);
+void gc_closure_call_index(void *closure, long index);
+void gc_closure_call_range(void *closure, long start, long end);
+
 // MARK: - Diagnostics
 
 /// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>\n" to stderr with one write(2)

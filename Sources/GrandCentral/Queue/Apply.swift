@@ -6,40 +6,115 @@ import Synchronization
 ///
 /// The caller works too. On a concurrent or root queue, it pushes up to `helpers` helper
 /// items (one fewer than the CPUs), then everyone claims chunks of indices from one atomic
-/// counter until none are left. The shared state is heap-allocated and reference counted:
-/// a helper the pool starts late finds nothing to claim and only drops its reference, so
-/// the caller waits for the iterations, never for idle helpers. On a serial queue, or
-/// nested inside another apply, the iterations run in order on the caller (as a sync onto
-/// the queue), which is what libdispatch does for serial queues and what keeps nested
-/// applies from flooding the pool.
+/// counter until none are left. The shared state is counted by hand (`holders`): a helper
+/// the pool starts late finds nothing to claim and only drops its hold, so the caller
+/// waits for the iterations, never for idle helpers. On a serial queue, or nested inside
+/// another apply, the iterations run in order on the caller (as a sync onto the queue),
+/// which is what libdispatch does for serial queues and what keeps nested applies from
+/// flooding the pool.
+///
+/// States are recycled, not freed: whoever drops the last hold puts the state on a free
+/// list (`ApplyState.take`/`drop`), so an apply makes no heap allocation once the process
+/// has made as many states as it ever has applies in flight (late helpers included).
+///
+/// Who touches what: the fields set in `reset` are written only by the caller that took
+/// the state from the free list, before it pushes any helper (the push publishes them);
+/// participants read them. `next`, `done`, `finished` are shared atomics. After a holder
+/// drops its hold it touches nothing; the last drop's acquire-release on `holders`, then the
+/// free list's lock, order every participant's accesses before the next `reset`.
 final class ApplyState: @unchecked Sendable {
-    let work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void
+    private(set) var work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void = { _, _ in }
     /// When set, called once per claimed chunk (start, end) instead of `work` per index:
     /// the Swift API's trampoline loads its closure once per chunk, not once per
     /// iteration (each load retains the closure's context, an atomic on one cache line
     /// that every participant would fight over).
-    let rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?
-    let context: UnsafeMutableRawPointer?
-    let iterations: Int
-    let chunk: Int
+    private(set) var rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?
+    private(set) var context: UnsafeMutableRawPointer?
+    private(set) var iterations = 0
+    private(set) var chunk = 1
     let next = Atomic<Int>(0)
     let done = Atomic<Int>(0)
+    /// The caller and each helper pushed hold one; the last to drop recycles the state.
+    let holders = Atomic<Int>(0)
     /// Futex word: becomes 1 when `done == iterations`.
     let finished: UnsafeMutablePointer<UInt32>
+    /// The root queue whose `pendingApplyHelpers` counts this apply's helpers, or nil when
+    /// they were pushed onto another queue; set in `take`, like the fields above.
+    private(set) unowned(unsafe) var helperRoot: RootQueue?
+    /// The free list's link; guarded by `freeLock`.
+    private var nextFree: ApplyState?
 
-    init(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
-         rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
-         context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int) {
-        self.work = work
-        self.rangeWork = rangeWork
-        self.context = context
-        self.iterations = iterations
-        self.chunk = chunk
+    private init() {
         finished = .allocate(capacity: 1)
         finished.initialize(to: 0)
     }
 
     deinit { finished.deallocate() }
+
+    // MARK: The free list
+
+    private static let freeLock = ApplyFreeList()
+    /// More than this many idle states are left to ARC (a burst of nested-free applies).
+    private static let keep = 64
+
+    /// A state for one apply, with `holders` holds (the caller's and one per helper).
+    static func take(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
+                     rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
+                     context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int,
+                     holders: Int, helperRoot: RootQueue?) -> ApplyState {
+        let state = freeLock.pop() ?? ApplyState()
+        state.work = work
+        state.rangeWork = rangeWork
+        state.context = context
+        state.iterations = iterations
+        state.chunk = chunk
+        state.helperRoot = helperRoot
+        state.next.store(0, ordering: .relaxed)
+        state.done.store(0, ordering: .relaxed)
+        gc_word_store(state.finished, 0)
+        state.holders.store(holders, ordering: .relaxed)
+        // The holds keep the state alive together: one ARC retain for all of them, given
+        // back by the last drop (after the free list, if it has room, took its own).
+        _ = Unmanaged.passUnretained(state).retain()
+        return state
+    }
+
+    /// Drops one hold; the last puts the state back on the free list.
+    func drop() {
+        guard holders.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        context = nil
+        helperRoot = nil
+        Self.freeLock.push(self, keep: Self.keep)
+        Unmanaged.passUnretained(self).release()
+    }
+
+    /// The head of the free list and its length, under one lock.
+    final class ApplyFreeList: @unchecked Sendable {
+        private let lock = SpinLock()
+        private var head: ApplyState?
+        private var count = 0
+
+        func pop() -> ApplyState? {
+            lock.withLock {
+                guard let state = head else { return nil }
+                head = state.nextFree
+                state.nextFree = nil
+                count -= 1
+                return state
+            }
+        }
+
+        func push(_ state: ApplyState, keep: Int) {
+            lock.withLock {
+                guard count < keep else { return }
+                state.nextFree = head
+                head = state
+                count += 1
+            }
+        }
+    }
+
+    // MARK: Working
 
     /// Claims and runs chunks until none are left.
     func participate() {
@@ -73,9 +148,13 @@ private let applyParticipant: DispatchFunction = { context in
     Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue().participate()
 }
 
+/// A helper item: its context is the state, kept alive by the hold it was pushed with,
+/// which it drops when it has nothing left to claim.
 private let applyHelper: DispatchFunction = { context in
-    let state = Unmanaged<ApplyState>.fromOpaque(context!).takeRetainedValue()
+    let state = Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue()
+    state.helperRoot?.pendingApplyHelpers.wrappingSubtract(1, ordering: .relaxed)
     state.participate()
+    state.drop()
 }
 
 extension DispatchQueue {
@@ -99,9 +178,24 @@ extension DispatchQueue {
         let width = min(cpus, iterations, Int(self.width.load(ordering: .relaxed)))
         // Chunks small enough to balance (about 16 per participant), never empty.
         let chunk = max(1, iterations / (width * 16))
-        let state = ApplyState(work: work, rangeWork: rangeWork, context: context, iterations: iterations, chunk: chunk)
-        for _ in 1..<width {
-            enqueue(applyHelper, Unmanaged.passRetained(state).toOpaque())
+        // Helpers: one fewer than the width; on a root queue, fewer still while earlier
+        // applies' helpers wait there unstarted (`RootQueue.pendingApplyHelpers`). The
+        // caller claims chunks too, so an apply with no helper is only less parallel.
+        var helpers = width - 1
+        var helperRoot: RootQueue? = nil
+        if role == .root {
+            let root = unsafeDowncast(self, to: RootQueue.self)
+            helpers = max(0, min(helpers, helpers - root.pendingApplyHelpers.load(ordering: .relaxed)))
+            if helpers > 0 {
+                root.pendingApplyHelpers.wrappingAdd(helpers, ordering: .relaxed)
+                helperRoot = root
+            }
+        }
+        let state = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
+                                    iterations: iterations, chunk: chunk, holders: 1 + helpers,
+                                    helperRoot: helperRoot)
+        for _ in 0..<helpers {
+            enqueue(applyHelper, Unmanaged.passUnretained(state).toOpaque())
         }
         if role == .root || HeldQueues.contains(where: { held, _ in held === self }) {
             // A root queue has no width to take; a caller already inside this queue holds
@@ -125,6 +219,7 @@ extension DispatchQueue {
             while gc_word_load(state.finished) == 0 { _ = gc_futex_wait(state.finished, 0, -1) }
             BlockingRegion.leave()
         }
+        state.drop()
     }
 }
 

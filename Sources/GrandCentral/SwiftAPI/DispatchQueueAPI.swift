@@ -148,13 +148,12 @@ extension DispatchQueue {
 
     // MARK: Sync
 
+    /// The slow path of sync (the fast one runs `body` in place): the closure is lent to
+    /// the engine, which may run it on another thread while this one waits (the main
+    /// thread, for the main queue); no allocation (NonEscapingClosure.swift).
     private func syncVoid(barrier: Bool, _ body: () -> Void) {
-        withoutActuallyEscaping(body) { escapable in
-            var thunk: () -> Void = escapable
-            withUnsafeMutablePointer(to: &thunk) { pointer in
-                self.sync(thunkTrampoline, UnsafeMutableRawPointer(pointer), barrier: barrier, caller: "DispatchQueue.sync")
-            }
-        }
+        var request = LentSync(queue: self, barrier: barrier)
+        withLentClosure(body, lentSyncBody, &request)
     }
 
     /// Runs `fn` through `syncVoid` and carries its result or error back out; the
@@ -218,14 +217,9 @@ extension DispatchQueue {
 
     /// Runs `work` for every index in 0..<iterations, in parallel, and returns when all are done.
     public class func concurrentPerform(iterations: Int, execute work: (Int) -> Void) {
-        withoutActuallyEscaping(work) { escapable in
-            var thunk: (Int) -> Void = escapable
-            withUnsafeMutablePointer(to: &thunk) { pointer in
-                let queue = HeldQueues.current.flatMap { $0.isSerial ? nil : $0 } ?? RootQueues.defaultQueue
-                queue.apply(iterations: iterations, context: UnsafeMutableRawPointer(pointer), work: indexThunkTrampoline,
-                            rangeWork: rangeThunkTrampoline)
-            }
-        }
+        let queue = HeldQueues.current.flatMap { $0.isSerial ? nil : $0 } ?? RootQueues.defaultQueue
+        var request = LentApply(queue: queue, iterations: iterations)
+        withLentClosure(work, lentApplyBody, &request)
     }
 
     // MARK: Specific data
@@ -256,22 +250,28 @@ extension DispatchQueue {
     }
 }
 
-private let thunkTrampoline: DispatchFunction = { context in
-    context!.assumingMemoryBound(to: (() -> Void).self).pointee()
+/// What syncVoid's lent closure is run with.
+private struct LentSync {
+    let queue: DispatchQueue
+    let barrier: Bool
 }
 
-private let indexThunkTrampoline: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void = { context, index in
-    context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee(index)
+private let lentSyncBody: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { closure, raw in
+    let request = raw!.assumingMemoryBound(to: LentSync.self)
+    request.pointee.queue.sync(gc_closure_call_void, closure, barrier: request.pointee.barrier, caller: "DispatchQueue.sync")
 }
 
-/// Runs indices start..<end with one load of the closure (see `ApplyState.rangeWork`).
-private let rangeThunkTrampoline: @convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void = { context, start, end in
-    let body = context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee
-    var i = start
-    while i < end {
-        body(i)
-        i += 1
-    }
+/// What concurrentPerform's lent closure is run with.
+private struct LentApply {
+    let queue: DispatchQueue
+    let iterations: Int
+}
+
+/// Runs the iterations; a participant loads the closure once per chunk (`ApplyState.rangeWork`).
+private let lentApplyBody: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { closure, raw in
+    let request = raw!.assumingMemoryBound(to: LentApply.self)
+    request.pointee.queue.apply(iterations: request.pointee.iterations, context: closure,
+                                work: gc_closure_call_index, rangeWork: gc_closure_call_range)
 }
 
 /// A key for `setSpecific`/`getSpecific`: compared by identity.

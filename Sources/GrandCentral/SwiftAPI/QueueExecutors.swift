@@ -9,9 +9,13 @@
 //
 // A job is enqueued as an ordinary item on the queue and run there with
 // `runSynchronously(on:)`, so it keeps the queue's order, target chain, suspension and
-// barriers, and `dispatchPrecondition(condition: .onQueue(queue))` holds inside it.
+// barriers, and `dispatchPrecondition(condition: .onQueue(queue))` holds inside it. The
+// item is the job itself: its context is the job's pointer and its function a trampoline
+// that finds the executor in the queue the item runs on (the innermost held queue, which
+// for an item of this queue is this queue), so an enqueue allocates nothing of its own.
 #if GRANDCENTRAL_EXECUTORS
 import _Concurrency
+
 #endif
 
 /// A serial queue, as its own type: what an actor can use as its executor.
@@ -42,9 +46,7 @@ public final class DispatchConcurrentQueue: DispatchQueue, @unchecked Sendable {
 extension DispatchSerialQueue: SerialExecutor {
     /// Runs `job` on this queue, after everything already submitted to it.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedSerialExecutor()
-        async { job.runSynchronously(on: executor) }
+        enqueue(serialJobTrampoline, unsafeBitCast(UnownedJob(job), to: UnsafeMutableRawPointer.self))
     }
 
     /// This queue, as the executor an actor's `unownedExecutor` returns.
@@ -62,14 +64,26 @@ extension DispatchSerialQueue: SerialExecutor {
 extension DispatchConcurrentQueue: TaskExecutor {
     /// Runs `job` on this queue, concurrently with its other work.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        async { job.runSynchronously(on: executor) }
+        enqueue(taskJobTrampoline, unsafeBitCast(UnownedJob(job), to: UnsafeMutableRawPointer.self))
     }
 
     /// This queue, as the executor `Task(executorPreference:)` takes.
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
     }
+}
+
+/// Runs a job enqueued on a DispatchSerialQueue, as its executor.
+private let serialJobTrampoline: DispatchFunction = { context in
+    let job = unsafeBitCast(context!, to: UnownedJob.self)
+    let queue = unsafeDowncast(HeldQueues.current!, to: DispatchSerialQueue.self)
+    job.runSynchronously(on: queue.asUnownedSerialExecutor())
+}
+
+/// Runs a job enqueued on a DispatchConcurrentQueue, as its task executor.
+private let taskJobTrampoline: DispatchFunction = { context in
+    let job = unsafeBitCast(context!, to: UnownedJob.self)
+    let queue = unsafeDowncast(HeldQueues.current!, to: DispatchConcurrentQueue.self)
+    job.runSynchronously(on: queue.asUnownedTaskExecutor())
 }
 #endif
