@@ -5,7 +5,8 @@
 #   make install   build, then install into $(PREFIX) (default ./prefix)
 #   make test      install, then: the Swift API diff against Dispatch, swift test (XCTest),
 #                  ctest (C tests), the header matrix, and the consumer checks (examples via
-#                  pkg-config and CMake, Swift examples, linkage)
+#                  pkg-config and CMake, Swift examples, linkage), the Debian package check
+#   make package   build, then the Debian package build/libgrandcentral_<version>_<arch>.deb
 #   make demo      install, build and run every example, then the benchmark
 #   make bench     install, then bench/run.sh and the Swift rows, bench/run-swift.sh
 #                  (BENCH_ARGS=--quick for a faster pass)
@@ -29,11 +30,11 @@ SHELL       := /bin/bash
 run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS) && bench/run-swift.sh $(BENCH_ARGS)
 step = @printf '\n==> %s\n' $(1)
 
-.PHONY: all deps build install test demo bench sanitize clean help
+.PHONY: all deps build install package test demo bench sanitize clean help
 all: build
 
 help:
-	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +48,14 @@ build: deps
 install: build
 	$(call step,"install into $(PREFIX)")
 	cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+# The .deb is cpack's, from the build directory (cmake/Package.cmake); it holds what
+# `cmake --install` installs, under /usr.
+package: build
+	$(call step,"Debian package")
+	rm -f $(BUILD_DIR)/libgrandcentral_*.deb
+	cd $(BUILD_DIR) && cpack -G DEB --config CPackConfig.cmake
+	@ls $(BUILD_DIR)/libgrandcentral_*.deb | sed 's/^/package: /'
 
 test: install
 	$(call step,"swift build --build-tests")
@@ -67,6 +76,8 @@ test: install
 	fi
 	$(call step,"consumer checks (pkg-config, CMake find_package, linkage)")
 	scripts/examples.sh check "$(PREFIX)"
+	$(call step,"Debian package (cpack -G DEB, dpkg -x, examples built against it)")
+	scripts/check-package.sh "$(BUILD_DIR)"
 	$(call step,"make test: everything passed")
 
 # TSan and ASan over the XCTest suite, and the C tests against an ASan build.
