@@ -3,9 +3,10 @@
 #
 #   make build     system packages (scripts/install-deps.sh), CMake configure, build
 #   make install   build, then install into $(PREFIX) (default ./prefix)
-#   make test      install, then: the Swift API diff against Dispatch, swift test (XCTest),
-#                  ctest (C tests), the header matrix, and the consumer checks (examples via
-#                  pkg-config and CMake, Swift examples, linkage), the Debian package check
+#   make test      install, then: the man pages, the Swift API diff against Dispatch, swift
+#                  test (XCTest), the release-build allocation check, ctest (C tests), the
+#                  header matrix, the consumer checks (examples via pkg-config and CMake,
+#                  Swift examples, linkage), and the Debian package check
 #   make package   build, then the Debian package build/libgrandcentral_<version>_<arch>.deb
 #   make demo      install, build and run every example, then the benchmark
 #   make bench     install, then bench/run.sh and the Swift rows, bench/run-swift.sh
@@ -58,6 +59,8 @@ package: build
 	@ls $(BUILD_DIR)/libgrandcentral_*.deb | sed 's/^/package: /'
 
 test: install
+	$(call step,"man pages: every exported function has one, man -w finds it, lint clean")
+	scripts/check-manpages.sh "$(PREFIX)"
 	$(call step,"swift build --build-tests")
 	swift build --build-tests --disable-swift-testing
 	$(call step,"API diff: GrandCentral against the toolchain's Dispatch")

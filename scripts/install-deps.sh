@@ -9,12 +9,14 @@
 #   libbsd-dev             BSD helpers the engine may use (strlcpy, reallocarray, …)
 #   g++                    the header matrix compiles <dispatch/dispatch.h> as C++17 with g++,
 #                          and brings the libstdc++ the toolchain's clang++ links against
+#   mandoc, groff-base     scripts/check-manpages.sh lints the man pages with both
+#   man-db                 scripts/check-manpages.sh asks `man -w` where each page is
 #
 # The Swift toolchain itself (/opt/swift) and gcc/make are expected to be present already.
 # Needs root, or sudo. Runs non-interactively (CI has no stdin).
 set -euo pipefail
 
-packages=(cmake ninja-build pkg-config libblocksruntime-dev libbsd-dev g++)
+packages=(cmake ninja-build pkg-config libblocksruntime-dev libbsd-dev g++ mandoc groff-base man-db)
 
 installed() {
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
