@@ -49,6 +49,9 @@ enum DebugLog {
         ThreadNames.rootNames[index / 2] + (index % 2 == 1 ? ".overcommit" : "")
     }
 
+    /// `1 worker`, `2 workers`.
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
     /// Nanoseconds as microseconds, for the timer lines.
     static func microseconds(_ nanoseconds: UInt64) -> String { "\(nanoseconds / 1000) µs" }
 

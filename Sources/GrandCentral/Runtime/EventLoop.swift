@@ -449,7 +449,7 @@ final class EventLoop: @unchecked Sendable {
     private func logTimerArm(_ kind: DispatchClock.Kind, _ target: UInt64) {
         let k = kind.rawValue
         let count = heaps[k].count
-        let timers = "\(count) timer\(count == 1 ? "" : "s") on the clock"
+        let timers = DebugLog.count(count, "timer") + " on the clock"
         if target == 0 {
             DebugLog.timer("\(kind) timerfd disarmed (\(timers))")
             return

@@ -192,7 +192,7 @@ final class ThreadPool: @unchecked Sendable {
         let root = waitingRoot(overcommit: reason.overcommit).map { "root " + DebugLog.rootName(index: $0) }
             ?? "no root waiting any more"
         DebugLog.pool("worker started for \(root): \(reason.text) "
-            + "(\(threads) workers, \(blocked) blocked, \(activeCPUs) CPUs, limit \(threadLimit))")
+            + "(\(DebugLog.count(threads, "worker")), \(blocked) blocked, \(DebugLog.count(activeCPUs, "CPU")), limit \(threadLimit))")
     }
 
     /// The thread limit stopped a start: said once until a worker exits.
@@ -351,7 +351,7 @@ final class Worker: @unchecked Sendable {
             pool.limitReported.store(false, ordering: .relaxed)
             let idle = gc_uptime_ns() &- idleSince
             DebugLog.pool("worker \(tid.load(ordering: .relaxed)) retired after \(DebugLog.seconds(idle)) idle "
-                + "(\(left) workers left)")
+                + "(\(DebugLog.count(left, "worker")) left)")
         }
         // A producer may have counted on us between our last look and our exit.
         if pool.hasWork() { pool.workAvailable(.retiringWorkerSawWork) }
