@@ -279,6 +279,12 @@ int main(int argc, char **argv) {
     run_child("1", output, sizeof output);
     printf("%s", output);
     expect_debug_lines(output);
+    // The first async onto the default global queue finds no worker at all: a worker is
+    // started for that root; the 20 ms dispatch_after arms the uptime clock's timerfd.
+    CHECKF(strstr(output, "GrandCentral: debug: pool: worker started for root default: ") != NULL,
+           "no line saying a worker was started for root default in:\n%s", output);
+    CHECKF(strstr(output, "GrandCentral: debug: timer: uptime timerfd armed at +") != NULL,
+           "no line saying the uptime timerfd was armed in:\n%s", output);
 
     check_section("GRANDCENTRAL_DEBUG unset: nothing on stderr");
     run_child(NULL, output, sizeof output);

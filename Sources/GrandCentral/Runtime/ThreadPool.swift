@@ -170,6 +170,8 @@ final class ThreadPool: @unchecked Sendable {
             n = now
         }
         starting.wrappingAdd(1, ordering: .relaxed)
+        // Debug lines: the root, looked at before the new worker can empty it.
+        let root = debug ? waitingRoot(overcommit: reason.overcommit) : nil
         let worker = Worker(pool: self)
         let context = Unmanaged.passRetained(worker).toOpaque()
         let error = gc_thread_create(workerMain, context, ThreadNames.worker)
@@ -180,17 +182,16 @@ final class ThreadPool: @unchecked Sendable {
             if debug { DebugLog.pool("could not start a worker: pthread_create: \(String(cString: strerror(error)))") }
             return false
         }
-        if debug { logWorkerStarted(reason, threads: n + 1) }
+        if debug { logWorkerStarted(reason, root: root, threads: n + 1) }
         return true
     }
 
     // MARK: Debug lines (GRANDCENTRAL_DEBUG; cold, called only when `debug` is set)
 
     @inline(never)
-    func logWorkerStarted(_ reason: WorkerStartReason, threads: Int) {
+    func logWorkerStarted(_ reason: WorkerStartReason, root: Int?, threads: Int) {
         let blocked = blocked.load(ordering: .relaxed)
-        let root = waitingRoot(overcommit: reason.overcommit).map { "root " + DebugLog.rootName(index: $0) }
-            ?? "no root waiting any more"
+        let root = root.map { "root " + DebugLog.rootName(index: $0) } ?? "no root (the work was taken meanwhile)"
         DebugLog.pool("worker started for \(root): \(reason.text) "
             + "(\(DebugLog.count(threads, "worker")), \(blocked) blocked, \(DebugLog.count(activeCPUs, "CPU")), limit \(threadLimit))")
     }
