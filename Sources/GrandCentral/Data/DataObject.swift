@@ -150,8 +150,16 @@ final class DataObject: DispatchObject, @unchecked Sendable {
         }
     }
 
+    /// `data[0x…] = { refcount, size, regions }`: regions, the contiguous byte regions
+    /// `dispatch_data_apply` would visit (the leaves).
     override func debugDescription() -> String {
-        "data object, size = \(size), height = \(height), refcount = \(externalRefs.load(ordering: .relaxed))"
+        describe([("refcount", debugRefcount), ("size", "\(size)"), ("regions", "\(leafCount)")])
+    }
+
+    /// Empty data's C handle is `dispatch_data_empty`'s symbol (GrandCentralExports/Data.swift).
+    override var debugAddress: UnsafeMutableRawPointer {
+        if size == 0, let symbol = gc_data_empty_symbol() { return symbol }
+        return super.debugAddress
     }
 
     // MARK: Making data objects (each returns one count, which the caller owns)

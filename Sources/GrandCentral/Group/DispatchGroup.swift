@@ -166,7 +166,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
 
     override func debugDescription() -> String {
         let s = state.load(ordering: .relaxed)
-        return "group: refcount = \(externalRefs.load(ordering: .relaxed)), count = \(s & Self.countMask), "
-            + "waiters = \(s & Self.hasWaiters != 0), notifications = \(s & Self.hasNotify != 0)"
+        return describe([("refcount", debugRefcount), ("count", "\(s & Self.countMask)"),
+                         ("waiters", "\(s & Self.hasWaiters != 0)"), ("notify", "\(s & Self.hasNotify != 0)")])
     }
 }

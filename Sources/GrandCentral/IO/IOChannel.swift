@@ -95,8 +95,14 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         close(stop: false)
     }
 
+    /// `io[0x…] = { type, refcount, fd or path or error, closed }` (DispatchObject's
+    /// "Description"): `path` while a path channel has not opened its file yet, `fd` while
+    /// the descriptor is open, `error` (an errno) once opening failed or the channel has
+    /// given its descriptor back (EBADF).
     override func debugDescription() -> String {
-        "io channel, fd = \(descriptor.currentDescriptor), refcount = \(externalRefs.load(ordering: .relaxed))"
+        let closed = lock.withLock { isClosed }
+        return describe([("type", type == .stream ? "stream" : "random"), ("refcount", debugRefcount),
+                         descriptor.debugField, ("closed", "\(closed)")])
     }
 
     // MARK: - Submitting

@@ -132,6 +132,18 @@ final class IODescriptor: @unchecked Sendable {
         }
     }
 
+    /// For `dispatch_debug` (IOChannel.debugDescription): `fd = N`, `path = "…"` before a
+    /// path channel opens, or `error = <errno>` after a failed open or once given back.
+    var debugField: (String, String) {
+        lock.withLock { _ in
+            switch state {
+            case .unopened(let path, _, _): return ("path", DispatchObject.quoted(String(cString: path)))
+            case .open(let fd, _): return ("fd", "\(fd)")
+            case .failed(let error): return ("error", "\(error)")
+            }
+        }
+    }
+
     /// The error the descriptor is in, or 0.
     var error: Int32 {
         lock.withLock { _ in

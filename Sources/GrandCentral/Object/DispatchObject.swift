@@ -102,10 +102,36 @@ open class DispatchObject: @unchecked Sendable {
     /// retain is dropped. Subclasses check for misuse (releasing a suspended queue) here.
     func externalRefsDidReachZero() {}
 
-    /// The one-line description `dispatch_debug` prints.
-    func debugDescription() -> String {
-        "\(kind) object, refcount = \(externalRefs.load(ordering: .relaxed))"
+    // MARK: Description (`dispatch_debug`)
+    //
+    // One shape for every kind, so a reader learns it once (the README's "Diagnostics"):
+    //
+    //     <kind>[0x<address>] = { <field> = <value>, <field> = <value>, ... }
+    //
+    // <kind> is `queue`, `group`, `semaphore`, `source`, `data` or `io`; the address is the
+    // C handle's. The fields are the kind's own, in a fixed order: its name or type first if
+    // it has one (a queue's label, a source's type, a channel's type), then `refcount` (the
+    // C reference count; `global` for objects that ignore retain and release), then its
+    // state. Strings are in double quotes, counts in decimal, flags `true` or `false`.
+
+    /// The one-line description `dispatch_debug` prints (see above). Kinds override it.
+    func debugDescription() -> String { describe([("refcount", debugRefcount)]) }
+
+    /// The C handle `dispatch_debug` was given (queues override: the main queue's handle
+    /// is `&_dispatch_main_q`).
+    var debugAddress: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// `refcount`'s value: the C reference count, or `global`.
+    final var debugRefcount: String { isGlobal ? "global" : "\(externalRefs.load(ordering: .relaxed))" }
+
+    /// `<kind>[0x<address>] = { <field> = <value>, ... }` with `fields` in order.
+    final func describe(_ fields: [(String, String)]) -> String {
+        let address = String(UInt(bitPattern: debugAddress), radix: 16)
+        return "\(kind)[0x\(address)] = { " + fields.map { "\($0.0) = \($0.1)" }.joined(separator: ", ") + " }"
     }
+
+    /// A string value in a description: in double quotes.
+    static func quoted(_ text: String) -> String { "\"" + text + "\"" }
 
     // MARK: Polymorphic operations (queues and, later, sources override them)
 

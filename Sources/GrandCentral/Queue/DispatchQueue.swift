@@ -132,6 +132,7 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     override func externalRefsDidReachZero() { checkReleasable() }
 
     override func debugDescription() -> String { queueDebugDescription() }
+    override var debugAddress: UnsafeMutableRawPointer { handle }
 
     override func suspendObject() { suspendQueue() }
     override func resumeObject(caller: StaticString) { resumeQueue(caller: caller) }

@@ -84,19 +84,27 @@ extension DispatchQueue {
         if s.suspendCount > 0 { clientBug("dispatch_release", "release of a suspended object") }
     }
 
+    /// `queue[0x…] = { label, refcount, width, suspended, inactive, running, target }`
+    /// (DispatchObject's "Description"). width: `serial`, `concurrent` (created so, and the
+    /// root queues), or the number a `dispatch_queue_set_width` gave a serial queue; running:
+    /// items in flight (a concurrent queue's); target: the target's label, `none` for a root.
     final func queueDebugDescription() -> String {
         let s = QueueState(state.load(ordering: .relaxed))
-        let kind: String
+        let widthText: String
         switch role {
-        case .serial: kind = isSerial ? "serial queue" : "queue (width \(width.load(ordering: .relaxed)))"
-        case .concurrent: kind = "concurrent queue"
-        case .root: kind = "root queue"
-        case .main: kind = "main queue"
+        case .serial, .main: widthText = isSerial ? "serial" : "\(width.load(ordering: .relaxed))"
+        case .concurrent, .root: widthText = "concurrent"
         }
-        let target = targetQueue.map { $0.labelString } ?? "none"
-        return "\(kind) \"\(labelString)\": refcount = \(externalRefs.load(ordering: .relaxed)), "
-            + "suspend count = \(s.suspendCount), inactive = \(s.isInactive), in flight = \(s.inFlight), "
-            + "enqueued = \(s.isEnqueued), target = \"\(target)\""
+        let target = targetQueue.map { DispatchObject.quoted($0.labelString) } ?? "none"
+        return describe([
+            ("label", DispatchObject.quoted(labelString)),
+            ("refcount", debugRefcount),
+            ("width", widthText),
+            ("suspended", "\(s.suspendCount)"),
+            ("inactive", "\(s.isInactive)"),
+            ("running", "\(s.inFlight)"),
+            ("target", target),
+        ])
     }
 }
 

@@ -46,6 +46,9 @@ import Synchronization
 ///    store nextFire, then load the inbox", sequentially consistent, means at least one
 ///    side sees the other's write.
 ///
+/// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): one per timerfd re-arm or disarm in
+/// `serviceTimers`, none per timer; `debug` is read once, at init.
+///
 /// Handlers never run here. The callbacks this thread calls are the engine's (a queue's
 /// "timer fired" or "descriptor ready" function), and they only push work onto a queue.
 final class EventLoop: @unchecked Sendable {
@@ -56,6 +59,8 @@ final class EventLoop: @unchecked Sendable {
 
     let poll: Int32
     private let wakeupDescriptor: Int32
+    /// `DebugLog.enabled`, copied at init (a stored flag, not a lazy global).
+    private let debug: Bool
 
     // MARK: Shared between threads (atomics only)
 
@@ -108,6 +113,7 @@ final class EventLoop: @unchecked Sendable {
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
     /// A loop's thread runs for the rest of the process.
     init() {
+        debug = DebugLog.enabled
         poll = EventLoop.check(gc_poll_create(), "epoll_create1")
         wakeupDescriptor = EventLoop.check(gc_eventfd_create(), "eventfd")
         _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, wakeupDescriptor, GC_POLL_IN,
@@ -339,6 +345,7 @@ final class EventLoop: @unchecked Sendable {
             if gc_timerfd_drain(descriptor) == -ECANCELED {
                 // The wall clock was set; the kernel disarmed the timer. Re-arm it.
                 armedInstants[kind.rawValue] = 0
+                if debug { DebugLog.timer("wall clock was set: the kernel disarmed its timerfd, re-arming") }
             }
         }
     }
@@ -431,9 +438,29 @@ final class EventLoop: @unchecked Sendable {
                 if rc != 0 { EventLoop.systemFailure("timerfd_settime", rc) }
                 armedInstants[k] = target
                 storeNextFire(kind, target == 0 ? UInt64.max : target)
+                if debug { logTimerArm(kind, target) }
             }
         }
         return fired
+    }
+
+    /// The debug line for a re-arm at `target` (0: disarmed). Event thread only; cold.
+    @inline(never)
+    private func logTimerArm(_ kind: DispatchClock.Kind, _ target: UInt64) {
+        let k = kind.rawValue
+        let count = heaps[k].count
+        let timers = DebugLog.count(count, "timer") + " on the clock"
+        if target == 0 {
+            DebugLog.timer("\(kind) timerfd disarmed (\(timers))")
+            return
+        }
+        // A fresh reading: `passInstants` is 0 for a clock whose first timer came this pass.
+        let now = DispatchClock.read(kind)
+        let delay = target > now ? DebugLog.microseconds(target - now) : "0 µs (due now)"
+        // L − A: how much later than A the group of timers firing at A may fire.
+        // (Nothing to say for a group already due: it fires at once.)
+        let leeway = target > now ? heaps[k].windowEnd().map { $0 > target ? $0 - target : 0 } ?? 0 : 0
+        DebugLog.timer("\(kind) timerfd armed at +\(delay), leeway \(DebugLog.microseconds(leeway)) (\(timers))")
     }
 
     private func createTimerDescriptor(_ kind: DispatchClock.Kind) {

@@ -224,7 +224,10 @@ final class StarvationMonitor: @unchecked Sendable {
             unservedTicks = overcommitPops != lastOvercommitPops ? 0 : unservedTicks + 1
             lastOvercommitPops = overcommitPops
             let threads = pool.threads.load(ordering: .relaxed)
-            if threads >= pool.threadLimit { continue }
+            if threads >= pool.threadLimit {
+                if pool.debug { pool.logLimitReached(RootQueues.overcommitPending() > 0 ? .overcommitUnserved : .workersBlocked) }
+                continue
+            }
             if pool.starting.load(ordering: .relaxed) > 0 { continue }
 
             let pending = RootQueues.overcommitPending()
@@ -232,10 +235,18 @@ final class StarvationMonitor: @unchecked Sendable {
             let wantConstrained = RootQueues.constrainedHasWork()
             if !wantOvercommit && !wantConstrained { continue }
             let survey = surveyWorkers(pool, overcommitPending: wantOvercommit ? pending : 0)
-            var add = 0
-            if wantOvercommit { add += min(pending, survey.stuck) }
-            if wantConstrained { add += max(0, pool.activeCPUs - survey.constrainedRunning) }
-            for _ in 0..<add where !pool.startWorker() { break }
+            // Overcommit first, then non-overcommit; the two loops only so that each start's
+            // debug line names its rule.
+            let addOvercommit = wantOvercommit ? min(pending, survey.stuck) : 0
+            let addConstrained = wantConstrained ? max(0, pool.activeCPUs - survey.constrainedRunning) : 0
+            var stopped = false
+            for _ in 0..<addOvercommit where !pool.startWorker(.overcommitUnserved) {
+                stopped = true
+                break
+            }
+            if !stopped {
+                for _ in 0..<addConstrained where !pool.startWorker(.workersBlocked) { break }
+            }
         }
     }
 

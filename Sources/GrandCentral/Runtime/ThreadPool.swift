@@ -63,6 +63,11 @@ import Synchronization
 ///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
 ///   push-then-look-at-idle are a Dekker pair.
 /// - `blocked`: workers inside a BlockingRegion (relaxed; a count for decisions).
+///
+/// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): `startWorker` says which rule started a
+/// worker (`WorkerStartReason`) and for which root, or that the limit stopped it; a worker
+/// says when it retires and after how long idle. Each is behind `debug`, a stored flag read
+/// once at init, tested only where a thread is started or retired, never per item.
 final class ThreadPool: @unchecked Sendable {
     static let shared = ThreadPool()
 
@@ -77,6 +82,13 @@ final class ThreadPool: @unchecked Sendable {
     let starting = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
+    /// `DebugLog.enabled`, copied at init: the decision points test this field of the pool
+    /// they hold, not a lazy global.
+    let debug: Bool
+    /// Debug lines only: the limit was reported and no worker has exited since, so the next
+    /// start the limit stops is not reported again (the monitor tries every tick). Relaxed:
+    /// at worst a line more or less.
+    let limitReported = Atomic<Bool>(false)
     let idleSemaphore = FutexSemaphore(value: 0)
 
     /// Live workers, for the monitor. Guarded by `workersLock`.
@@ -94,6 +106,7 @@ final class ThreadPool: @unchecked Sendable {
         scanOrder = RootQueues.scanOrder
         activeCPUs = Int(gc_active_cpu_count())
         threadLimit = ThreadPool.limitFromEnvironment()
+        debug = DebugLog.enabled
     }
 
     /// `GRANDCENTRAL_THREAD_LIMIT` if it is a positive integer, else 255.
@@ -105,9 +118,10 @@ final class ThreadPool: @unchecked Sendable {
 
     // MARK: Producers
 
-    /// Called when a push made a root queue non-empty.
+    /// Called when a push made a root queue non-empty (or, with another `reason`, when a
+    /// worker saw work that needs a peer).
     @inline(__always)
-    func workAvailable() {
+    func workAvailable(_ reason: WorkerStartReason = .workQueued) {
         var n = idle.load(ordering: .sequentiallyConsistent)
         while n > 0 {
             let (done, now) = idle.weakCompareExchange(expected: n, desired: n - 1, ordering: .sequentiallyConsistent)
@@ -117,50 +131,88 @@ final class ThreadPool: @unchecked Sendable {
             }
             n = now
         }
-        workAvailableNoIdleWorker()
+        workAvailableNoIdleWorker(reason)
     }
 
     /// Work is queued and a CPU may be free for it (a worker just took an item and more
     /// remain, or a worker is about to block): bring in a parked worker, a new one if
     /// fewer than `activeCPUs` run, or let the monitor judge.
     @inline(__always)
-    func moreWorkQueued() {
+    func moreWorkQueued(_ reason: WorkerStartReason) {
         if idle.load(ordering: .sequentiallyConsistent) > 0 {
-            workAvailable()
+            workAvailable(reason)
         } else if threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed) < activeCPUs {
-            workAvailableNoIdleWorker()
+            workAvailableNoIdleWorker(reason)
         } else {
             monitor.poke()
         }
     }
 
     @inline(never)
-    func workAvailableNoIdleWorker() {
+    func workAvailableNoIdleWorker(_ reason: WorkerStartReason) {
         let running = threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed)
-        if running < activeCPUs && startWorker() { return }
+        if running < activeCPUs && startWorker(reason) { return }
         monitor.poke()
     }
 
-    /// Starts one worker unless at the limit. Returns whether it did.
+    /// Starts one worker unless at the limit. Returns whether it did. `reason` is for the
+    /// debug line.
     @discardableResult
-    func startWorker() -> Bool {
+    func startWorker(_ reason: WorkerStartReason) -> Bool {
         var n = threads.load(ordering: .relaxed)
         while true {
-            if n >= threadLimit { return false }
+            if n >= threadLimit {
+                if debug { logLimitReached(reason) }
+                return false
+            }
             let (done, now) = threads.weakCompareExchange(expected: n, desired: n + 1, ordering: .relaxed)
             if done { break }
             n = now
         }
         starting.wrappingAdd(1, ordering: .relaxed)
+        // Debug lines: the root, looked at before the new worker can empty it.
+        let root = debug ? waitingRoot(overcommit: reason.overcommit) : nil
         let worker = Worker(pool: self)
         let context = Unmanaged.passRetained(worker).toOpaque()
-        if gc_thread_create(workerMain, context, ThreadNames.worker) != 0 {
+        let error = gc_thread_create(workerMain, context, ThreadNames.worker)
+        if error != 0 {
             Unmanaged<Worker>.fromOpaque(context).release()
             starting.wrappingSubtract(1, ordering: .relaxed)
             threads.wrappingSubtract(1, ordering: .relaxed)
+            if debug { DebugLog.pool("could not start a worker: pthread_create: \(String(cString: strerror(error)))") }
             return false
         }
+        if debug { logWorkerStarted(reason, root: root, threads: n + 1) }
         return true
+    }
+
+    // MARK: Debug lines (GRANDCENTRAL_DEBUG; cold, called only when `debug` is set)
+
+    @inline(never)
+    func logWorkerStarted(_ reason: WorkerStartReason, root: Int?, threads: Int) {
+        let blocked = blocked.load(ordering: .relaxed)
+        let root = root.map { "root " + DebugLog.rootName(index: $0) } ?? "no root (the work was taken meanwhile)"
+        DebugLog.pool("worker started for \(root): \(reason.text) "
+            + "(\(DebugLog.count(threads, "worker")), \(blocked) blocked, \(DebugLog.count(activeCPUs, "CPU")), limit \(threadLimit))")
+    }
+
+    /// The thread limit stopped a start: said once until a worker exits.
+    @inline(never)
+    func logLimitReached(_ reason: WorkerStartReason) {
+        if limitReported.exchange(true, ordering: .relaxed) { return }
+        let root = waitingRoot(overcommit: reason.overcommit).map { "root " + DebugLog.rootName(index: $0) } ?? "a root"
+        DebugLog.pool("thread limit reached: \(threadLimit) workers, work on \(root) waits for one to come free "
+            + "(wanted one because: \(reason.text))")
+    }
+
+    /// Debug lines only: the `RootQueues.all` index of the highest-QoS root with work
+    /// waiting, of the given flavour (nil: either), or nil if none has any.
+    func waitingRoot(overcommit: Bool?) -> Int? {
+        for (i, queue) in scanOrder.enumerated() {
+            let (empty, flavour) = queue._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.overcommit) }
+            if !empty && (overcommit == nil || overcommit == flavour) { return scanOrder.count - 1 - i }
+        }
+        return nil
     }
 
     // MARK: Workers
@@ -197,7 +249,7 @@ final class ThreadPool: @unchecked Sendable {
         Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.inBlockingRegion.store(true, ordering: .relaxed) }
         pool.blocked.wrappingAdd(1, ordering: .relaxed)
         // This worker's CPU is free while it waits: let queued work have it.
-        if pool.hasWork() { pool.moreWorkQueued() }
+        if pool.hasWork() { pool.moreWorkQueued(.workerBlocking) }
     }
 
     static func workerDidUnblock(_ raw: UnsafeMutableRawPointer) {
@@ -240,6 +292,8 @@ final class Worker: @unchecked Sendable {
     var name = WorkerName.initial
     var itemsSeenByNamer: UInt64 = .max
     var itemSeenSince: Int64 = 0
+    /// Debug lines only (`pool.debug`): when this worker last parked. The worker's alone.
+    var idleSince: UInt64 = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
@@ -279,7 +333,7 @@ final class Worker: @unchecked Sendable {
                 }
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
-                if pool.hasWork() { pool.moreWorkQueued() }
+                if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
@@ -293,9 +347,15 @@ final class Worker: @unchecked Sendable {
         }
         thread.pointee.worker = nil
         pool.unregister(self)
-        pool.threads.wrappingSubtract(1, ordering: .relaxed)
+        let left = pool.threads.wrappingSubtract(1, ordering: .relaxed).newValue
+        if pool.debug {
+            pool.limitReported.store(false, ordering: .relaxed)
+            let idle = gc_uptime_ns() &- idleSince
+            DebugLog.pool("worker \(tid.load(ordering: .relaxed)) retired after \(DebugLog.seconds(idle)) idle "
+                + "(\(DebugLog.count(left, "worker")) left)")
+        }
         // A producer may have counted on us between our last look and our exit.
-        if pool.hasWork() { pool.workAvailable() }
+        if pool.hasWork() { pool.workAvailable(.retiringWorkerSawWork) }
     }
 
     /// The CPU time this thread has used, in nanoseconds, or -1 if it cannot be read
@@ -324,6 +384,7 @@ final class Worker: @unchecked Sendable {
 
     /// Parks until woken. Returns false when the worker should exit (idle timeout).
     func park() -> Bool {
+        if pool.debug { idleSince = gc_uptime_ns() }
         pool.idle.wrappingAdd(1, ordering: .sequentiallyConsistent)
         // Re-check after announcing ourselves idle: a producer that pushed before our
         // increment did not see us, so we must see its item (Dekker with workAvailable).

@@ -43,8 +43,11 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
         return semaphore.wait(timeoutNanoseconds: timeoutNanoseconds)
     }
 
+    /// `semaphore[0x…] = { refcount, value, waiters, initial }`: the counter goes negative
+    /// by one per waiter (FutexSemaphore), shown as a value of 0 and that many waiters.
     override func debugDescription() -> String {
-        "semaphore: refcount = \(externalRefs.load(ordering: .relaxed)), value = \(semaphore.value.load(ordering: .relaxed)), "
-            + "orig = \(initialValue)"
+        let v = semaphore.value.load(ordering: .relaxed)
+        return describe([("refcount", debugRefcount), ("value", "\(max(v, 0))"), ("waiters", "\(max(-v, 0))"),
+                         ("initial", "\(initialValue)")])
     }
 }

@@ -482,17 +482,23 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
 
     // MARK: Description
 
+    /// `source[0x…] = { type, refcount, handle, mask, data, pending, suspended, inactive,
+    /// cancelled, target }` (DispatchObject's "Description"). data: what the handler last
+    /// saw (`dispatch_source_get_data`); pending: accumulated, not yet delivered.
     override func debugDescription() -> String {
         let s = SourceState(state.load(ordering: .relaxed))
-        var flags: [String] = []
-        if s.has(SourceState.inactive) { flags.append("inactive") }
-        if s.suspendCount > 0 { flags.append("suspended \(s.suspendCount)") }
-        if s.has(SourceState.cancelled) { flags.append("cancelled") }
-        if s.has(SourceState.pending) { flags.append("pending") }
-        let target = self.target.labelString
-        return "source[\(type.name)] handle = \(handle), mask = 0x\(String(mask, radix: 16)), "
-            + "data = \(deliveredData.load(ordering: .relaxed)), pending = \(pendingData.load(ordering: .relaxed)), "
-            + "target = \(target)\(flags.isEmpty ? "" : ", " + flags.joined(separator: ", "))"
+        return describe([
+            ("type", type.name),
+            ("refcount", debugRefcount),
+            ("handle", "\(handle)"),
+            ("mask", "0x" + String(mask, radix: 16)),
+            ("data", "\(deliveredData.load(ordering: .relaxed))"),
+            ("pending", "\(pendingData.load(ordering: .relaxed))"),
+            ("suspended", "\(s.suspendCount)"),
+            ("inactive", "\(s.has(SourceState.inactive))"),
+            ("cancelled", "\(s.has(SourceState.cancelled))"),
+            ("target", DispatchObject.quoted(target.labelString)),
+        ])
     }
 }
 
