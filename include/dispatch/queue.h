@@ -350,7 +350,8 @@ DISPATCH_ENUM(dispatch_autorelease_frequency, unsigned long,
 
 /*!
  * @function dispatch_queue_attr_make_with_autorelease_frequency
- * Returns `attr` with the autorelease frequency set; NULL for an unknown frequency.
+ * Returns `attr` with the autorelease frequency set; `attr` unchanged for an unknown
+ * frequency (as libdispatch does).
  */
 DISPATCH_EXPORT DISPATCH_WARN_RESULT DISPATCH_PURE DISPATCH_NOTHROW
 dispatch_queue_attr_t
@@ -360,7 +361,8 @@ dispatch_queue_attr_make_with_autorelease_frequency(dispatch_queue_attr_t attr,
 /*!
  * @function dispatch_queue_attr_make_with_qos_class
  * Returns `attr` with a QoS class and a relative priority within it (from
- * QOS_MIN_RELATIVE_PRIORITY to 0). Returns NULL if either is out of range.
+ * QOS_MIN_RELATIVE_PRIORITY to 0). Returns `attr` unchanged if either is out of range (as
+ * libdispatch does).
  */
 DISPATCH_EXPORT DISPATCH_WARN_RESULT DISPATCH_PURE DISPATCH_NOTHROW
 dispatch_queue_attr_t

@@ -268,7 +268,8 @@ dispatch_source_get_data(dispatch_source_t source);
 /*!
  * @function dispatch_source_merge_data
  * Merges `value` into a DATA_ADD, DATA_OR or DATA_REPLACE source and fires it (0 merges
- * nothing). Any thread; cheap enough to call at a high rate. Other types ignore it.
+ * nothing). Any thread; cheap enough to call at a high rate. A non-zero value merged
+ * into a source of another type is a client bug (it aborts); 0 is ignored.
  */
 DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
 void
