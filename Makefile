@@ -59,7 +59,7 @@ package: build
 	@ls $(BUILD_DIR)/libgrandcentral_*.deb | sed 's/^/package: /'
 
 test: install
-	$(call step,"man pages: every exported function has one, man -w finds it, lint clean")
+	$(call step,"man pages: a page for every exported function (man -w) and lint clean")
 	scripts/check-manpages.sh "$(PREFIX)"
 	$(call step,"swift build --build-tests")
 	swift build --build-tests --disable-swift-testing
