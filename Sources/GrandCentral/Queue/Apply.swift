@@ -178,19 +178,11 @@ extension DispatchQueue {
         let width = min(cpus, iterations, Int(self.width.load(ordering: .relaxed)))
         // Chunks small enough to balance (about 16 per participant), never empty.
         let chunk = max(1, iterations / (width * 16))
-        // Helpers: one fewer than the width; on a root queue, fewer still while earlier
-        // applies' helpers wait there unstarted (`RootQueue.pendingApplyHelpers`). The
-        // caller claims chunks too, so an apply with no helper is only less parallel.
-        var helpers = width - 1
-        var helperRoot: RootQueue? = nil
-        if role == .root {
-            let root = unsafeDowncast(self, to: RootQueue.self)
-            helpers = max(0, min(helpers, helpers - root.pendingApplyHelpers.load(ordering: .relaxed)))
-            if helpers > 0 {
-                root.pendingApplyHelpers.wrappingAdd(helpers, ordering: .relaxed)
-                helperRoot = root
-            }
-        }
+        // Helpers: one fewer than the width. (Bounding them by the helpers of earlier
+        // applies still waiting unstarted on the root made an apply whose iterations wait
+        // for each other hang when an earlier apply's helper was late: not done.)
+        let helpers = width - 1
+        let helperRoot: RootQueue? = nil
         let state = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
                                     iterations: iterations, chunk: chunk, holders: 1 + helpers,
                                     helperRoot: helperRoot)
