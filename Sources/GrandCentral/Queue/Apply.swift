@@ -38,9 +38,6 @@ final class ApplyState: @unchecked Sendable {
     let holders = Atomic<Int>(0)
     /// Futex word: becomes 1 when `done == iterations`.
     let finished: UnsafeMutablePointer<UInt32>
-    /// The root queue whose `pendingApplyHelpers` counts this apply's helpers, or nil when
-    /// they were pushed onto another queue; set in `take`, like the fields above.
-    private(set) unowned(unsafe) var helperRoot: RootQueue?
     /// The free list's link; guarded by `freeLock`.
     private var nextFree: ApplyState?
 
@@ -61,14 +58,13 @@ final class ApplyState: @unchecked Sendable {
     static func take(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
                      rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
                      context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int,
-                     holders: Int, helperRoot: RootQueue?) -> ApplyState {
+                     holders: Int) -> ApplyState {
         let state = freeLock.pop() ?? ApplyState()
         state.work = work
         state.rangeWork = rangeWork
         state.context = context
         state.iterations = iterations
         state.chunk = chunk
-        state.helperRoot = helperRoot
         state.next.store(0, ordering: .relaxed)
         state.done.store(0, ordering: .relaxed)
         gc_word_store(state.finished, 0)
@@ -83,7 +79,6 @@ final class ApplyState: @unchecked Sendable {
     func drop() {
         guard holders.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
         context = nil
-        helperRoot = nil
         Self.freeLock.push(self, keep: Self.keep)
         Unmanaged.passUnretained(self).release()
     }
@@ -152,7 +147,6 @@ private let applyParticipant: DispatchFunction = { context in
 /// which it drops when it has nothing left to claim.
 private let applyHelper: DispatchFunction = { context in
     let state = Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue()
-    state.helperRoot?.pendingApplyHelpers.wrappingSubtract(1, ordering: .relaxed)
     state.participate()
     state.drop()
 }
@@ -182,10 +176,8 @@ extension DispatchQueue {
         // applies still waiting unstarted on the root made an apply whose iterations wait
         // for each other hang when an earlier apply's helper was late: not done.)
         let helpers = width - 1
-        let helperRoot: RootQueue? = nil
         let state = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
-                                    iterations: iterations, chunk: chunk, holders: 1 + helpers,
-                                    helperRoot: helperRoot)
+                                    iterations: iterations, chunk: chunk, holders: 1 + helpers)
         for _ in 0..<helpers {
             enqueue(applyHelper, Unmanaged.passUnretained(state).toOpaque())
         }

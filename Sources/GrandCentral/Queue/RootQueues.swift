@@ -119,11 +119,6 @@ final class RootQueue: DispatchQueue, @unchecked Sendable {
     let overcommit: Bool
     let pushes = Atomic<UInt64>(0)
     let pops = Atomic<UInt64>(0)
-    /// dispatch_apply helper items pushed onto this root that have not started yet
-    /// (Apply.swift): an apply pushes helpers only while fewer than a CPU's worth wait, so a
-    /// caller that outruns the pool does not fill the root with helpers that will find
-    /// nothing to do. Relaxed: a hint, never a promise.
-    let pendingApplyHelpers = Atomic<Int>(0)
 
     init(overcommit: Bool, label: UnsafePointer<CChar>?, attributes: QueueAttributes) {
         self.overcommit = overcommit
