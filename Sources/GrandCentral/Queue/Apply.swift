@@ -6,22 +6,27 @@ import Synchronization
 ///
 /// The caller works too. On a concurrent or root queue, it pushes up to `helpers` helper
 /// items (one fewer than the CPUs), then everyone claims chunks of indices from one atomic
-/// counter until none are left. The shared state is counted by hand (`holders`): a helper
-/// the pool starts late finds nothing to claim and only drops its hold, so the caller
-/// waits for the iterations, never for idle helpers. On a serial queue, or nested inside
-/// another apply, the iterations run in order on the caller (as a sync onto the queue),
-/// which is what libdispatch does for serial queues and what keeps nested applies from
-/// flooding the pool.
+/// counter until none are left. On a serial queue, or nested inside another apply, the
+/// iterations run in order on the caller (as a sync onto the queue), which is what
+/// libdispatch does for serial queues and what keeps nested applies from flooding the pool.
 ///
-/// States are recycled, not freed: whoever drops the last hold puts the state on a free
-/// list (`ApplyState.take`/`drop`), so an apply makes no heap allocation once the process
-/// has made as many states as it ever has applies in flight (late helpers included).
+/// The caller waits for the iterations and for the helpers inside them, never for helpers
+/// the pool has not started: an apply's state is open while its caller works, and a helper
+/// joins only an open state (`enter`); the caller closes it when the iterations are done,
+/// waits for the helpers inside to leave, and puts it back on the free list. A helper that
+/// starts later finds the state closed, or open for a later apply, and joins that one only
+/// if it is an apply on the same queue the helper was pushed to: it then holds what any
+/// helper of that apply holds (a unit of the queue's width, the queue's identity), so it is
+/// a legitimate extra participant. So the state must outlive every helper item that names
+/// it: states are immortal, recycled through the free list (`take`/`close`), and an apply
+/// makes no heap allocation once the process has made as many states as it ever has applies
+/// open at once.
 ///
-/// Who touches what: the fields set in `reset` are written only by the caller that took
-/// the state from the free list, before it pushes any helper (the push publishes them);
-/// participants read them. `next`, `done`, `finished` are shared atomics. After a holder
-/// drops its hold it touches nothing; the last drop's acquire-release on `holders`, then the
-/// free list's lock, order every participant's accesses before the next `reset`.
+/// Who touches what: the fields set in `take` are written only by the caller that took
+/// the state from the free list, before it opens the state (a release store); a helper reads
+/// them only after it entered (an acquiring compare-exchange on the open state), and the
+/// caller does not reuse the state until every helper that entered has left. `next`, `done`,
+/// `finished`, `entry` are shared atomics.
 final class ApplyState: @unchecked Sendable {
     private(set) var work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void = { _, _ in }
     /// When set, called once per claimed chunk (start, end) instead of `work` per index:
@@ -32,79 +37,107 @@ final class ApplyState: @unchecked Sendable {
     private(set) var context: UnsafeMutableRawPointer?
     private(set) var iterations = 0
     private(set) var chunk = 1
+    /// The queue the apply's helpers are pushed to (unretained; compared, never followed:
+    /// the caller keeps the queue alive while the state is open).
+    private(set) var queue: UInt = 0
     let next = Atomic<Int>(0)
     let done = Atomic<Int>(0)
-    /// The caller and each helper pushed hold one; the last to drop recycles the state.
-    let holders = Atomic<Int>(0)
     /// Futex word: becomes 1 when `done == iterations`.
     let finished: UnsafeMutablePointer<UInt32>
-    /// The free list's link; guarded by `freeLock`.
+    /// Futex word: bit 0 is set while the state is open (from `take` until the caller's
+    /// `close`); the bits above count the helpers inside (2 each). The caller sleeps on it
+    /// after closing until it is 0; the last helper to leave a closed state wakes it.
+    let entry: UnsafeMutablePointer<UInt32>
+    /// The free list's link; guarded by the free list's lock.
     private var nextFree: ApplyState?
 
     private init() {
         finished = .allocate(capacity: 1)
         finished.initialize(to: 0)
+        entry = .allocate(capacity: 1)
+        entry.initialize(to: 0)
     }
-
-    deinit { finished.deallocate() }
 
     // MARK: The free list
 
-    private static let freeLock = ApplyFreeList()
-    /// More than this many idle states are left to ARC (a burst of nested-free applies).
-    private static let keep = 64
+    private static let freeList = ApplyFreeList()
 
-    /// A state for one apply, with `holders` holds (the caller's and one per helper).
+    /// An open state for one apply on `queue`.
     static func take(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
                      rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
                      context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int,
-                     holders: Int) -> ApplyState {
-        let state = freeLock.pop() ?? ApplyState()
+                     queue: DispatchQueue) -> ApplyState {
+        let state: ApplyState
+        if let recycled = freeList.pop() {
+            state = recycled
+        } else {
+            // Immortal: a helper item may name it long after its apply returned.
+            state = Unmanaged.passRetained(ApplyState()).takeUnretainedValue()
+        }
         state.work = work
         state.rangeWork = rangeWork
         state.context = context
         state.iterations = iterations
         state.chunk = chunk
+        state.queue = UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque())
         state.next.store(0, ordering: .relaxed)
         state.done.store(0, ordering: .relaxed)
         gc_word_store(state.finished, 0)
-        state.holders.store(holders, ordering: .relaxed)
-        // The holds keep the state alive together: one ARC retain for all of them, given
-        // back by the last drop (after the free list, if it has room, took its own).
-        _ = Unmanaged.passUnretained(state).retain()
+        gc_word_store(state.entry, 1)  // open; publishes the fields above
         return state
     }
 
-    /// Drops one hold; the last puts the state back on the free list.
-    func drop() {
-        guard holders.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+    /// The caller, when the iterations are done: closes the state, waits for the helpers
+    /// inside to leave (they have nothing left to claim), and recycles it.
+    func close() {
+        var now = gc_word_add(entry, UInt32.max) &- 1  // clear the open bit
+        var spins = 0
+        while now != 0 {
+            if spins < 1024 {
+                gc_cpu_relax()
+                spins += 1
+            } else {
+                _ = gc_futex_wait(entry, now, -1)
+            }
+            now = gc_word_load(entry)
+        }
         context = nil
-        Self.freeLock.push(self, keep: Self.keep)
-        Unmanaged.passUnretained(self).release()
+        Self.freeList.push(self)
     }
 
-    /// The head of the free list and its length, under one lock.
+    /// A helper: joins the state if it is open; false if it is closed.
+    func enter() -> Bool {
+        var now = gc_word_load(entry)
+        while now & 1 != 0 {
+            if gc_word_cas(entry, now, now &+ 2) { return true }
+            now = gc_word_load(entry)
+        }
+        return false
+    }
+
+    /// A helper that entered: leaves; the last to leave a closed state wakes its caller.
+    func leave() {
+        if gc_word_add(entry, UInt32.max &- 1) == 2 { gc_futex_wake(entry, 1) }
+    }
+
+    /// The head of the free list, under a lock.
     final class ApplyFreeList: @unchecked Sendable {
         private let lock = SpinLock()
         private var head: ApplyState?
-        private var count = 0
 
         func pop() -> ApplyState? {
             lock.withLock {
                 guard let state = head else { return nil }
                 head = state.nextFree
                 state.nextFree = nil
-                count -= 1
                 return state
             }
         }
 
-        func push(_ state: ApplyState, keep: Int) {
+        func push(_ state: ApplyState) {
             lock.withLock {
-                guard count < keep else { return }
                 state.nextFree = head
                 head = state
-                count += 1
             }
         }
     }
@@ -137,18 +170,28 @@ final class ApplyState: @unchecked Sendable {
         }
         thread.pointee.apply = outer
     }
+
+    /// The queue a helper item runs on: the queue it is an item of (a concurrent queue's
+    /// item runs inside that queue's frame), or else the root the pool took it from.
+    static func helperQueue() -> UInt {
+        if let top = gc_held_top() { return UInt(bitPattern: top.pointee.queue) & ~1 }
+        guard let raw = gc_thread_self().pointee.worker else { return 0 }
+        let index = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.rootIndex.load(ordering: .relaxed) }
+        return UInt(bitPattern: Unmanaged.passUnretained(RootQueues.all[index]).toOpaque())
+    }
 }
 
 private let applyParticipant: DispatchFunction = { context in
     Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue().participate()
 }
 
-/// A helper item: its context is the state, kept alive by the hold it was pushed with,
-/// which it drops when it has nothing left to claim.
+/// A helper item: its context is an (immortal) state. It joins the apply the state holds
+/// now if that is open and on the helper's own queue; otherwise it has nothing to do.
 private let applyHelper: DispatchFunction = { context in
     let state = Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue()
-    state.participate()
-    state.drop()
+    guard state.enter() else { return }
+    if state.queue == ApplyState.helperQueue() { state.participate() }
+    state.leave()
 }
 
 extension DispatchQueue {
@@ -177,7 +220,7 @@ extension DispatchQueue {
         // for each other hang when an earlier apply's helper was late: not done.)
         let helpers = width - 1
         let state = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
-                                    iterations: iterations, chunk: chunk, holders: 1 + helpers)
+                                    iterations: iterations, chunk: chunk, queue: self)
         for _ in 0..<helpers {
             enqueue(applyHelper, Unmanaged.passUnretained(state).toOpaque())
         }
@@ -203,7 +246,7 @@ extension DispatchQueue {
             while gc_word_load(state.finished) == 0 { _ = gc_futex_wait(state.finished, 0, -1) }
             BlockingRegion.leave()
         }
-        state.drop()
+        state.close()
     }
 }
 

@@ -153,7 +153,7 @@ extension DispatchQueue {
     /// thread, for the main queue); no allocation (NonEscapingClosure.swift).
     private func syncVoid(barrier: Bool, _ body: () -> Void) {
         var request = LentSync(queue: self, barrier: barrier)
-        withLentClosure(body, lentSyncBody, &request)
+        withUnsafeMutablePointer(to: &request) { withLentClosure(body, lentSyncBody, UnsafeMutableRawPointer($0)) }
     }
 
     /// Runs `fn` through `syncVoid` and carries its result or error back out; the
@@ -219,7 +219,7 @@ extension DispatchQueue {
     public class func concurrentPerform(iterations: Int, execute work: (Int) -> Void) {
         let queue = HeldQueues.current.flatMap { $0.isSerial ? nil : $0 } ?? RootQueues.defaultQueue
         var request = LentApply(queue: queue, iterations: iterations)
-        withLentClosure(work, lentApplyBody, &request)
+        withUnsafeMutablePointer(to: &request) { withLentClosure(work, lentApplyBody, UnsafeMutableRawPointer($0)) }
     }
 
     // MARK: Specific data

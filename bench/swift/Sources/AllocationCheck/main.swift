@@ -81,13 +81,13 @@ let semaphore = DispatchSemaphore(value: 0)
 check("semaphore signal/wait") { semaphore.signal(); semaphore.wait() }
 let item = DispatchWorkItem { box.value += 1 }
 check("DispatchWorkItem perform") { item.perform() }
-// concurrentPerform: the closure and the apply state no longer allocate (6 per call before),
-// but when the pool's helpers lag behind the caller, states and continuations they still
-// hold are replaced by new ones: bounded, not zero (issue 7 stays open on this).
-check("concurrentPerform(iterations: 1000), calling thread", calls: 2_000, budget: 4) {
+// concurrentPerform: neither the closure nor the apply state allocates (6 per call before);
+// a helper that lags behind its caller no longer pins the state (Apply.swift). The budget
+// leaves room for the continuation caches finding their balance as workers come and go.
+check("concurrentPerform(iterations: 1000), calling thread", calls: 2_000, budget: 0.01) {
     DispatchQueue.concurrentPerform(iterations: 1000) { _ in box.value &+= 0 }
 }
-check("concurrentPerform(iterations: 1000), all threads", calls: 2_000, processWide: true, budget: 4) {
+check("concurrentPerform(iterations: 1000), all threads", calls: 2_000, processWide: true, budget: 0.01) {
     DispatchQueue.concurrentPerform(iterations: 1000) { _ in box.value &+= 0 }
 }
 
