@@ -1,8 +1,9 @@
 // The main queue in a process where someone else owns the main thread. XCTest links Foundation,
 // so the toolchain's libdispatch is loaded here, and XCTest runs the tests on the main thread:
 // GrandCentral's main queue must run whenever that thread's run loop turns (it is handed to
-// libdispatch's main queue, which the run loop drains), on the main thread, in order.
-// dispatchMain() itself never returns; the example programs (examples/swift-consumer:
+// libdispatch's main queue, which the run loop drains), on the main thread, in order; and
+// likewise while an async test on the main actor suspends (the Swift runtime's executor
+// turns the thread). dispatchMain() itself never returns; the example programs (examples/swift-consumer:
 // DispatchMainTool, AsyncMain, RunLoopMain) cover it and the other owners of the main thread.
 
 import Dispatch
@@ -89,6 +90,39 @@ final class MainQueueTests: XCTestCase {
         item.notify(queue: .main) { done.open() }
         DispatchQueue.main.async(execute: item)
         XCTAssertTrue(runMainRunLoop(until: done))
+    }
+
+    /// The main thread belongs to the Swift runtime's main actor here (an async test on the
+    /// main actor waits by suspending, not by turning a run loop of ours): GrandCentral's
+    /// main queue still runs, on the main thread, in order, between main-actor jobs.
+    @MainActor
+    func testMainQueueRunsWhileAMainActorTaskAwaits() async throws {
+        try requireMainThread()
+        let order = Recorder<Int>()
+        let onMainThread = Recorder<Bool>()
+        let isolated = Recorder<Bool>()
+        let done = Flag()
+        DispatchQueue.global().async {
+            for i in 0..<200 {
+                DispatchQueue.main.async {
+                    dispatchPrecondition(condition: .onQueue(.main))
+                    onMainThread.append(kernelThreadID() == getpid())
+                    isolated.append(MainActor.assumeIsolated { true })
+                    order.append(i)
+                    if i == 199 { done.open() }
+                }
+            }
+        }
+        // Wait by suspending the main actor (sleeping in a task), so only the Swift
+        // runtime's executor turns the main thread.
+        let deadline = monotonicNanoseconds() + UInt64(patience * 1e9)
+        while !done.isOpen && monotonicNanoseconds() < deadline {
+            try await Task.sleep(nanoseconds: 2_000_000)
+        }
+        XCTAssertTrue(done.isOpen, "the main queue did not run while the main actor awaited")
+        XCTAssertEqual(order.values, Array(0..<200))
+        XCTAssertEqual(Set(onMainThread.values), [true])
+        XCTAssertEqual(Set(isolated.values), [true], "main-queue items run isolated to the main actor")
     }
 
     func testPreconditionOnMainHoldsOnTheMainThreadInsideSyncsAndWithFileAndLine() throws {
