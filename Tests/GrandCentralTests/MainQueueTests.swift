@@ -26,24 +26,38 @@ final class MainQueueTests: XCTestCase {
         guard kernelThreadID() == getpid() else { throw XCTSkip("XCTest is not running this test on the main thread") }
     }
 
-    func testMainQueueItemsRunOnTheMainThreadInOrderWhenTheRunLoopTurns() throws {
-        try requireMainThread()
+    /// What main-queue items saw: their order, whether they ran on the main thread, and
+    /// `check`'s answer in each; `done` opens after the last.
+    private struct MainQueueRun {
         let order = Recorder<Int>()
         let onMainThread = Recorder<Bool>()
+        let checked = Recorder<Bool>()
         let done = Flag()
+    }
+
+    /// Submits 200 items to the main queue from a worker thread.
+    private func submitToMainQueue(check: @escaping @Sendable () -> Bool = { true }) -> MainQueueRun {
+        let run = MainQueueRun()
         DispatchQueue.global().async {
             for i in 0..<200 {
                 DispatchQueue.main.async {
                     dispatchPrecondition(condition: .onQueue(.main))
-                    onMainThread.append(kernelThreadID() == getpid())
-                    order.append(i)
-                    if i == 199 { done.open() }
+                    run.onMainThread.append(kernelThreadID() == getpid())
+                    run.checked.append(check())
+                    run.order.append(i)
+                    if i == 199 { run.done.open() }
                 }
             }
         }
-        XCTAssertTrue(runMainRunLoop(until: done), "the main queue did not run while the run loop turned")
-        XCTAssertEqual(order.values, Array(0..<200))
-        XCTAssertEqual(Set(onMainThread.values), [true])
+        return run
+    }
+
+    func testMainQueueItemsRunOnTheMainThreadInOrderWhenTheRunLoopTurns() throws {
+        try requireMainThread()
+        let run = submitToMainQueue()
+        XCTAssertTrue(runMainRunLoop(until: run.done), "the main queue did not run while the run loop turned")
+        XCTAssertEqual(run.order.values, Array(0..<200))
+        XCTAssertEqual(Set(run.onMainThread.values), [true])
     }
 
     /// Both main queues run on the one main thread: Dispatch's (Foundation's) and ours.
@@ -98,31 +112,17 @@ final class MainQueueTests: XCTestCase {
     @MainActor
     func testMainQueueRunsWhileAMainActorTaskAwaits() async throws {
         try requireMainThread()
-        let order = Recorder<Int>()
-        let onMainThread = Recorder<Bool>()
-        let isolated = Recorder<Bool>()
-        let done = Flag()
-        DispatchQueue.global().async {
-            for i in 0..<200 {
-                DispatchQueue.main.async {
-                    dispatchPrecondition(condition: .onQueue(.main))
-                    onMainThread.append(kernelThreadID() == getpid())
-                    isolated.append(MainActor.assumeIsolated { true })
-                    order.append(i)
-                    if i == 199 { done.open() }
-                }
-            }
-        }
+        let run = submitToMainQueue(check: { MainActor.assumeIsolated { true } })
         // Wait by suspending the main actor (sleeping in a task), so only the Swift
         // runtime's executor turns the main thread.
         let deadline = monotonicNanoseconds() + UInt64(patience * 1e9)
-        while !done.isOpen && monotonicNanoseconds() < deadline {
+        while !run.done.isOpen && monotonicNanoseconds() < deadline {
             try await Task.sleep(nanoseconds: 2_000_000)
         }
-        XCTAssertTrue(done.isOpen, "the main queue did not run while the main actor awaited")
-        XCTAssertEqual(order.values, Array(0..<200))
-        XCTAssertEqual(Set(onMainThread.values), [true])
-        XCTAssertEqual(Set(isolated.values), [true], "main-queue items run isolated to the main actor")
+        XCTAssertTrue(run.done.isOpen, "the main queue did not run while the main actor awaited")
+        XCTAssertEqual(run.order.values, Array(0..<200))
+        XCTAssertEqual(Set(run.onMainThread.values), [true])
+        XCTAssertEqual(Set(run.checked.values), [true], "main-queue items run isolated to the main actor")
     }
 
     func testPreconditionOnMainHoldsOnTheMainThreadInsideSyncsAndWithFileAndLine() throws {
