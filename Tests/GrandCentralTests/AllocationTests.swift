@@ -77,15 +77,17 @@ final class AllocationTests: XCTestCase {
         // The caller lends its closure to the helpers (NonEscapingClosure.swift) and takes a
         // recycled apply state that late helpers no longer pin (Apply.swift); both were
         // allocations (6 per call before). What may be left is the continuation caches
-        // finding their balance while the pool's workers come and go: a handful in 2,000
-        // calls, not one per call (scripts/allocation-check.sh checks the release build).
+        // finding their balance (helper items are made here and freed on workers, and come
+        // back through the depot in batches of 256), so the warm-up is long and the bound is
+        // a batch in 2,000 calls, not one per call (scripts/allocation-check.sh checks the
+        // release build).
         // Counted on the calling thread: unoptimised, the monitor thread allocates as it ticks.
         let hits = Counter()
-        for _ in 0..<1000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
+        for _ in 0..<10_000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
         let before = gc_test_thread_allocations()
         for _ in 0..<2000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
-        XCTAssertLessThan(gc_test_thread_allocations() - before, 20, "allocations in 2,000 concurrentPerform calls (was 6 per call)")
-        XCTAssertEqual(hits.value, 3000 * 100, "every iteration ran")
+        XCTAssertLessThan(gc_test_thread_allocations() - before, 300, "allocations in 2,000 concurrentPerform calls (was 6 per call)")
+        XCTAssertEqual(hits.value, 12_000 * 100, "every iteration ran")
     }
 }
 

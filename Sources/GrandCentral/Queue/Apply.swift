@@ -11,22 +11,26 @@ import Synchronization
 /// libdispatch does for serial queues and what keeps nested applies from flooding the pool.
 ///
 /// The caller waits for the iterations and for the helpers inside them, never for helpers
-/// the pool has not started: an apply's state is open while its caller works, and a helper
-/// joins only an open state (`enter`); the caller closes it when the iterations are done,
-/// waits for the helpers inside to leave, and puts it back on the free list. A helper that
-/// starts later finds the state closed, or open for a later apply, and joins that one only
-/// if it is an apply on the same queue the helper was pushed to: it then holds what any
-/// helper of that apply holds (a unit of the queue's width, the queue's identity), so it is
-/// a legitimate extra participant. So the state must outlive every helper item that names
-/// it: states are immortal, recycled through the free list (`take`/`close`), and an apply
-/// makes no heap allocation once the process has made as many states as it ever has applies
-/// open at once.
+/// the pool has not started. Each helper item names the one apply it was pushed for (a
+/// ticket: the state's index and the apply's generation, in the item's context word); an
+/// apply's state is open while its caller works, and a helper joins only if the state is
+/// open *for its ticket's generation* (`enter`). The caller closes the state when the
+/// iterations are done, waits only for the helpers inside to leave, and puts it back on the
+/// free list. A helper that starts later finds the state closed, or open for a later apply,
+/// and does nothing: it must not join a later apply, even on the same queue, because on a
+/// custom concurrent queue it was ordered before that apply (a barrier, or a suspension,
+/// submitted in between would be overtaken). So a state must outlive every helper item that
+/// names it: states are immortal, in a table by index, recycled through the free list, and an
+/// apply makes no heap allocation once the process has made as many states as it ever has
+/// applies open at once.
 ///
-/// Who touches what: the fields set in `take` are written only by the caller that took
-/// the state from the free list, before it opens the state (a release store); a helper reads
-/// them only after it entered (an acquiring compare-exchange on the open state), and the
-/// caller does not reuse the state until every helper that entered has left. `next`, `done`,
-/// `finished`, `entry` are shared atomics.
+/// Who touches what: the fields set in `take` (and `generation`) are written only by the
+/// caller that took the state from the free list, before it opens the state (a release
+/// store); a helper reads them only after it entered (an acquiring compare-exchange on the
+/// open state), and the caller does not reuse the state until every helper that entered has
+/// left. `next`, `done`, `finished`, `entry` are shared atomics. The table's slots are written
+/// once, under the registry's lock, before the state is first used; a helper reads its slot
+/// after the queue handed it the item the caller pushed later.
 final class ApplyState: @unchecked Sendable {
     private(set) var work: @convention(c) (UnsafeMutableRawPointer?, Int) -> Void = { _, _ in }
     /// When set, called once per claimed chunk (start, end) instead of `work` per index:
@@ -37,9 +41,11 @@ final class ApplyState: @unchecked Sendable {
     private(set) var context: UnsafeMutableRawPointer?
     private(set) var iterations = 0
     private(set) var chunk = 1
-    /// The queue the apply's helpers are pushed to (unretained; compared, never followed:
-    /// the caller keeps the queue alive while the state is open).
-    private(set) var queue: UInt = 0
+    /// Which apply the state holds: one more at each `take` (48 bits in a ticket: it does
+    /// not wrap while a helper waits).
+    private(set) var generation: UInt = 0
+    /// The state's slot in the registry's table.
+    let index: Int
     let next = Atomic<Int>(0)
     let done = Atomic<Int>(0)
     /// Futex word: becomes 1 when `done == iterations`.
@@ -48,43 +54,35 @@ final class ApplyState: @unchecked Sendable {
     /// `close`); the bits above count the helpers inside (2 each). The caller sleeps on it
     /// after closing until it is 0; the last helper to leave a closed state wakes it.
     let entry: UnsafeMutablePointer<UInt32>
-    /// The free list's link; guarded by the free list's lock.
-    private var nextFree: ApplyState?
+    /// The free list's link; guarded by the registry's lock.
+    fileprivate var nextFree: ApplyState?
 
-    private init() {
+    fileprivate init(index: Int) {
+        self.index = index
         finished = .allocate(capacity: 1)
         finished.initialize(to: 0)
         entry = .allocate(capacity: 1)
         entry.initialize(to: 0)
     }
 
-    // MARK: The free list
-
-    private static let freeList = ApplyFreeList()
-
-    /// An open state for one apply on `queue`.
+    /// An open state for one apply, and the ticket its helpers carry.
     static func take(work: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
                      rangeWork: (@convention(c) (UnsafeMutableRawPointer?, Int, Int) -> Void)?,
-                     context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int,
-                     queue: DispatchQueue) -> ApplyState {
-        let state: ApplyState
-        if let recycled = freeList.pop() {
-            state = recycled
-        } else {
-            // Immortal: a helper item may name it long after its apply returned.
-            state = Unmanaged.passRetained(ApplyState()).takeUnretainedValue()
-        }
+                     context: UnsafeMutableRawPointer?, iterations: Int, chunk: Int)
+        -> (state: ApplyState, ticket: UnsafeMutableRawPointer) {
+        let state = ApplyStates.shared.take()
         state.work = work
         state.rangeWork = rangeWork
         state.context = context
         state.iterations = iterations
         state.chunk = chunk
-        state.queue = UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque())
+        // Never 0, so no ticket is a null pointer.
+        state.generation = max(1, (state.generation &+ 1) & ApplyStates.generationMask)
         state.next.store(0, ordering: .relaxed)
         state.done.store(0, ordering: .relaxed)
         gc_word_store(state.finished, 0)
         gc_word_store(state.entry, 1)  // open; publishes the fields above
-        return state
+        return (state, ApplyStates.ticket(index: state.index, generation: state.generation))
     }
 
     /// The caller, when the iterations are done: closes the state, waits for the helpers
@@ -102,14 +100,18 @@ final class ApplyState: @unchecked Sendable {
             now = gc_word_load(entry)
         }
         context = nil
-        Self.freeList.push(self)
+        ApplyStates.shared.recycle(self)
     }
 
-    /// A helper: joins the state if it is open; false if it is closed.
-    func enter() -> Bool {
+    /// A helper: joins the state if it is open for the apply of `generation`.
+    func enter(generation ticketGeneration: UInt) -> Bool {
         var now = gc_word_load(entry)
         while now & 1 != 0 {
-            if gc_word_cas(entry, now, now &+ 2) { return true }
+            if gc_word_cas(entry, now, now &+ 2) {
+                if generation == ticketGeneration { return true }
+                leave()  // open, but for a later apply
+                return false
+            }
             now = gc_word_load(entry)
         }
         return false
@@ -118,28 +120,6 @@ final class ApplyState: @unchecked Sendable {
     /// A helper that entered: leaves; the last to leave a closed state wakes its caller.
     func leave() {
         if gc_word_add(entry, UInt32.max &- 1) == 2 { gc_futex_wake(entry, 1) }
-    }
-
-    /// The head of the free list, under a lock.
-    final class ApplyFreeList: @unchecked Sendable {
-        private let lock = SpinLock()
-        private var head: ApplyState?
-
-        func pop() -> ApplyState? {
-            lock.withLock {
-                guard let state = head else { return nil }
-                head = state.nextFree
-                state.nextFree = nil
-                return state
-            }
-        }
-
-        func push(_ state: ApplyState) {
-            lock.withLock {
-                state.nextFree = head
-                head = state
-            }
-        }
     }
 
     // MARK: Working
@@ -170,14 +150,72 @@ final class ApplyState: @unchecked Sendable {
         }
         thread.pointee.apply = outer
     }
+}
 
-    /// The queue a helper item runs on: the queue it is an item of (a concurrent queue's
-    /// item runs inside that queue's frame), or else the root the pool took it from.
-    static func helperQueue() -> UInt {
-        if let top = gc_held_top() { return UInt(bitPattern: top.pointee.queue) & ~1 }
-        guard let raw = gc_thread_self().pointee.worker else { return 0 }
-        let index = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.rootIndex.load(ordering: .relaxed) }
-        return UInt(bitPattern: Unmanaged.passUnretained(RootQueues.all[index]).toOpaque())
+/// Every apply state the process has made (immortal, by index) and the free list of those
+/// not in use, under one lock. The table is two levels of fixed size: `chunkCount` chunks
+/// of `chunkSize` slots, a chunk allocated when its first state is made; so a slot never
+/// moves and a helper reads it without the lock.
+final class ApplyStates: @unchecked Sendable {
+    static let shared = ApplyStates()
+
+    static let chunkSize = 256
+    static let chunkCount = 256
+    /// A ticket is `index | generation << indexBits`.
+    static let indexBits = 16
+    static let generationMask: UInt = (1 << (UInt.bitWidth - indexBits)) - 1
+
+    private let lock = SpinLock()
+    private var freeHead: ApplyState?
+    private var count = 0
+    private let chunks: UnsafeMutablePointer<UnsafeMutablePointer<Unmanaged<ApplyState>>?>
+
+    private init() {
+        chunks = .allocate(capacity: Self.chunkCount)
+        chunks.initialize(repeating: nil, count: Self.chunkCount)
+    }
+
+    static func ticket(index: Int, generation: UInt) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(bitPattern: UInt(index) | generation << indexBits)!
+    }
+
+    /// The state and generation a helper's ticket names.
+    func state(forTicket ticket: UnsafeMutableRawPointer) -> (ApplyState, UInt) {
+        let bits = UInt(bitPattern: ticket)
+        let index = Int(bits & ((1 << Self.indexBits) - 1))
+        let slot = chunks[index / Self.chunkSize]! + index % Self.chunkSize
+        return (slot.pointee.takeUnretainedValue(), bits >> Self.indexBits)
+    }
+
+    /// A free state, or a new one in the next slot.
+    func take() -> ApplyState {
+        lock.withLock {
+            if let state = freeHead {
+                freeHead = state.nextFree
+                state.nextFree = nil
+                return state
+            }
+            let index = count
+            guard index < Self.chunkSize * Self.chunkCount else {
+                fatalError("GrandCentral: more than 65,536 dispatch_apply calls in progress at once")
+            }
+            count += 1
+            if index % Self.chunkSize == 0 {
+                let chunk = UnsafeMutablePointer<Unmanaged<ApplyState>>.allocate(capacity: Self.chunkSize)
+                chunks[index / Self.chunkSize] = chunk
+            }
+            let state = ApplyState(index: index)
+            // Immortal: a helper item may name it long after its apply returned.
+            (chunks[index / Self.chunkSize]! + index % Self.chunkSize).initialize(to: Unmanaged.passRetained(state))
+            return state
+        }
+    }
+
+    func recycle(_ state: ApplyState) {
+        lock.withLock {
+            state.nextFree = freeHead
+            freeHead = state
+        }
     }
 }
 
@@ -185,12 +223,12 @@ private let applyParticipant: DispatchFunction = { context in
     Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue().participate()
 }
 
-/// A helper item: its context is an (immortal) state. It joins the apply the state holds
-/// now if that is open and on the helper's own queue; otherwise it has nothing to do.
-private let applyHelper: DispatchFunction = { context in
-    let state = Unmanaged<ApplyState>.fromOpaque(context!).takeUnretainedValue()
-    guard state.enter() else { return }
-    if state.queue == ApplyState.helperQueue() { state.participate() }
+/// A helper item: its context is a ticket for one apply. It helps if that apply is still
+/// open; otherwise it has nothing to do.
+private let applyHelper: DispatchFunction = { ticket in
+    let (state, generation) = ApplyStates.shared.state(forTicket: ticket!)
+    guard state.enter(generation: generation) else { return }
+    state.participate()
     state.leave()
 }
 
@@ -219,10 +257,10 @@ extension DispatchQueue {
         // applies still waiting unstarted on the root made an apply whose iterations wait
         // for each other hang when an earlier apply's helper was late: not done.)
         let helpers = width - 1
-        let state = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
-                                    iterations: iterations, chunk: chunk, queue: self)
+        let (state, ticket) = ApplyState.take(work: work, rangeWork: rangeWork, context: context,
+                                              iterations: iterations, chunk: chunk)
         for _ in 0..<helpers {
-            enqueue(applyHelper, Unmanaged.passUnretained(state).toOpaque())
+            enqueue(applyHelper, ticket)
         }
         if role == .root || HeldQueues.contains(where: { held, _ in held === self }) {
             // A root queue has no width to take; a caller already inside this queue holds
