@@ -68,6 +68,14 @@ extension DispatchQueue {
         var budget = drainBudget
         while true {
             while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = popSerial() {
+                // Suspended after all? The check above may be older than the node: a
+                // suspend, then a push, read here as an old state, then the pushed node. The
+                // pop acquired the push, so this load sees that suspend. The node waits in
+                // `pendingHead` (empty: popSerial just took from it or found it empty).
+                if QueueState(state.load(ordering: .relaxed)).isSuspended {
+                    pendingHead.store(UInt(bitPattern: node), ordering: .relaxed)
+                    break
+                }
                 if node.pointee.flags & ContinuationFlags.syncHandoff.rawValue != 0 {
                     if node.pointee.flags & ContinuationFlags.barrier.rawValue == 0 {
                         // The caller asked for a unit of width, not the drain lock: this
@@ -122,6 +130,9 @@ extension DispatchQueue {
                 } else {
                     break
                 }
+                // As in drainSerial: the node may have been pushed after a suspend that the
+                // loop's check read too early. It stays in `pendingHead` until the resume.
+                if QueueState(state.load(ordering: .relaxed)).isSuspended { break }
                 let flags = node.pointee.flags
                 let isBarrier = flags & ContinuationFlags.barrier.rawValue != 0
                 if !reserveWidth(barrier: isBarrier) {

@@ -139,7 +139,10 @@ extension DispatchQueue {
                    !QueueState(state.load(ordering: .sequentiallyConsistent)).isSuspended,
                    let node = items.pop() {
                     let handoff = ContinuationFlags.syncHandoff.rawValue | ContinuationFlags.barrier.rawValue
-                    if node.pointee.flags & handoff == handoff {
+                    // Checked again after the pop (see drainSerial): a caller that synced
+                    // after a suspend must wait for the resume, so it goes to the drain.
+                    if node.pointee.flags & handoff == handoff,
+                       !QueueState(state.load(ordering: .relaxed)).isSuspended {
                         // A caller waiting for the drain lock (not for a unit of width,
                         // which only the drain hands out): it is theirs now.
                         SyncWaiter.wake(node)
