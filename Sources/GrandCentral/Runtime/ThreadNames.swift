@@ -32,7 +32,8 @@ import Synchronization
 ///
 /// What a worker runs. The drain of a queue and a concurrent queue's item (the places that
 /// enter a queue, `HeldQueues.entering`) store the queue in `Worker.runningQueue` (one
-/// relaxed store on entry and one on exit, nothing else on the hot path). The queue is alive
+/// releasing store on entry and one on exit, a plain store on x86, nothing else on the hot
+/// path; the monitor's acquiring load then sees the queue's label as its creator wrote it). The queue is alive
 /// while it is stored there (the drain's retain, or the concurrent queue's self-reference),
 /// but the monitor reads it from another thread: it reads the label under `labelLock` with
 /// `labelReading` set, and a queue's deinit, before it frees the label, takes `labelLock` if
@@ -68,7 +69,9 @@ enum ThreadNames {
             labelReading.store(true, ordering: .relaxed)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             defer { labelReading.store(false, ordering: .relaxed) }
-            let raw = worker.runningQueue.load(ordering: .relaxed)
+            // acquiring, with the worker's releasing stores: the queue's label was written
+            // before the worker took the queue, so the monitor sees it too.
+            let raw = worker.runningQueue.load(ordering: .acquiring)
             guard raw != 0, let queue = UnsafeRawPointer(bitPattern: raw) else { return busyName(rootIndex: root) }
             return Unmanaged<DispatchQueue>.fromOpaque(queue)._withUnsafeGuaranteedRef { q in
                 guard let label = q.labelPointer, label.pointee != 0 else { return busyName(rootIndex: root) }
@@ -96,7 +99,7 @@ enum ThreadNames {
         let worker = Unmanaged<Worker>.fromOpaque(raw)
         return worker._withUnsafeGuaranteedRef {
             let previous = $0.runningQueue.load(ordering: .relaxed)
-            $0.runningQueue.store(UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque()), ordering: .relaxed)
+            $0.runningQueue.store(UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque()), ordering: .releasing)
             return previous
         }
     }
@@ -105,7 +108,7 @@ enum ThreadNames {
     @inline(__always)
     static func leave(_ previous: UInt) {
         guard let raw = gc_thread_self().pointee.worker else { return }
-        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.runningQueue.store(previous, ordering: .relaxed) }
+        Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.runningQueue.store(previous, ordering: .releasing) }
     }
 }
 
