@@ -67,11 +67,11 @@ extension DispatchQueue {
     final func drainSerial() -> DrainOutcome {
         var budget = drainBudget
         while true {
-            while !QueueState(state.load(ordering: .relaxed)).isSuspended, let node = popSerial() {
-                // Suspended after all? The check above may be older than the node: a
-                // suspend, then a push, read here as an old state, then the pushed node. The
-                // pop acquired the push, so this load sees that suspend. The node waits in
-                // `pendingHead` (empty: popSerial just took from it or found it empty).
+            while let node = popSerial() {
+                // Suspension is checked after the pop, not before: a check before it may read
+                // the state from just before a suspend whose caller then pushed this node.
+                // The pop acquired that push, so this load sees the suspend. The node waits
+                // in `pendingHead` (empty: popSerial just took from it or found it empty).
                 if QueueState(state.load(ordering: .relaxed)).isSuspended {
                     pendingHead.store(UInt(bitPattern: node), ordering: .relaxed)
                     break
@@ -119,7 +119,7 @@ extension DispatchQueue {
     /// handed the whole queue.
     final func drainConcurrent() -> DrainOutcome {
         while true {
-            while !QueueState(state.load(ordering: .relaxed)).isSuspended {
+            while true {
                 let stashed = pendingHead.load(ordering: .acquiring)
                 let node: Continuation
                 if stashed != 0 {
@@ -130,8 +130,8 @@ extension DispatchQueue {
                 } else {
                     break
                 }
-                // As in drainSerial: the node may have been pushed after a suspend that the
-                // loop's check read too early. It stays in `pendingHead` until the resume.
+                // Suspension is checked after the pop, as in drainSerial. The node stays in
+                // `pendingHead` until the resume.
                 if QueueState(state.load(ordering: .relaxed)).isSuspended { break }
                 let flags = node.pointee.flags
                 let isBarrier = flags & ContinuationFlags.barrier.rawValue != 0

@@ -33,11 +33,11 @@ import Synchronization
 /// What a worker runs. The drain of a queue and a concurrent queue's item (the places that
 /// enter a queue, `HeldQueues.entering`) store the queue in `Worker.runningQueue` (one
 /// releasing store on entry and one on exit, a plain store on x86, nothing else on the hot
-/// path; the monitor's acquiring load then sees the queue's label as its creator wrote it). The queue is alive
-/// while it is stored there (the drain's retain, or the concurrent queue's self-reference),
-/// but the monitor reads it from another thread: it reads the label under `labelLock` with
-/// `labelReading` set, and a queue's deinit, before it frees the label, takes `labelLock` if
-/// `labelReading` is set. The worker's clearing store and the deinit's look at the flag,
+/// path; the monitor's acquiring load then sees the queue's label as its creator wrote it).
+/// The queue is alive while it is stored there (the drain's retain, or the concurrent
+/// queue's self-reference), but the monitor reads it from another thread: it reads the
+/// label under `labelLock` with `labelReading` set, and a queue's deinit, before it frees
+/// the label, takes `labelLock` if `labelReading` is set. The worker's clearing store and the deinit's look at the flag,
 /// against the monitor's set and its look at `runningQueue`, are a Dekker pair: each side
 /// puts a sequentially consistent fence between its store and its load, so either the
 /// deinit waits for the monitor, or the monitor sees the cleared slot.

@@ -266,7 +266,8 @@ final class ThreadPool: @unchecked Sendable {
 /// stored before the worker registers, so the monitor (which finds workers through the
 /// registry's lock) sees them set.
 /// `rootIndex` (the root of the current or last item, index into `RootQueues.all`) and
-/// `runningQueue` (the queue being drained, or whose item runs; 0 if none) too, but stored releasing and loaded acquiring (ThreadNames).
+/// `runningQueue` (the queue being drained, or whose item runs; 0 if none) too, but stored
+/// releasing and loaded acquiring (ThreadNames).
 /// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`,
 /// `itemsSeenByNamer`, `itemSeenSince`.
 /// `name`, under `nameLock`: the name the library last gave the thread; the lock is taken by
