@@ -81,6 +81,11 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// is the client's one-shot handler). Set before the first operation.
     var waitsForSharers = true
 
+    /// Called once, on the thread that finishes the cleanup, when the channel has let go of
+    /// its descriptor and before the cleanup handler is scheduled (dispatch_read/write:
+    /// start the next operation of the descriptor's line). Set before the first operation.
+    var didLetGo: (() -> Void)?
+
     init(type: IOChannelType, descriptor: IODescriptor, cleanupQueue: DispatchQueue?,
          cleanupHandler: ((Int32) -> Void)?) {
         self.type = type
@@ -347,7 +352,9 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         }
         let queue = cleanupQueue ?? DispatchQueue.defaultRootQueue
         // Runs when every channel sharing the descriptor is done (see IODescriptor).
+        let didLetGo = self.didLetGo
         descriptor.channelDidFinish(waitForOthers: waitsForSharers) {
+            didLetGo?()
             guard let handler else { return }
             queue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { handler(error) })
         }

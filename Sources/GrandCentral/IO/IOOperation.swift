@@ -43,6 +43,9 @@ final class IOOperation: @unchecked Sendable {
     private let settings: IOSettings
     /// Write: the data (one count), else nil.
     private let data: Unmanaged<DataObject>?
+    /// A stream read that completes at the first EAGAIN after it has read something
+    /// (dispatch_read: what is available, not `length`).
+    private let completesWhenDrained: Bool
 
     var state = State.queued
     let cancelled = Atomic<Bool>(false)
@@ -55,6 +58,8 @@ final class IOOperation: @unchecked Sendable {
     /// Read: bytes read but not yet delivered (one count), and their size.
     private var pending: Unmanaged<DataObject>?
     private var pendingSize = 0
+    /// Read: bytes read so far, delivered or not.
+    private var totalRead = 0
     private var lastDelivery: UInt64 = 0
 
     /// The descriptor while running.
@@ -62,8 +67,9 @@ final class IOOperation: @unchecked Sendable {
     private var descriptorKind = IODescriptorKind.file
 
     private init(channel: IOChannel, isRead: Bool, offset: Int64, length: Int, data: Unmanaged<DataObject>?,
-                 queue: DispatchQueue, handler: @escaping IOHandlerBody) {
+                 completesWhenDrained: Bool = false, queue: DispatchQueue, handler: @escaping IOHandlerBody) {
         self.channel = channel
+        self.completesWhenDrained = completesWhenDrained
         self.isRead = isRead
         self.offset = offset
         self.remaining = length
@@ -80,10 +86,12 @@ final class IOOperation: @unchecked Sendable {
     }
 
     /// A read of `length` bytes (Int.max: to end of file) at `offset` (random channels).
+    /// `completesWhenDrained`: on a stream, complete at the first EAGAIN after reading
+    /// something (dispatch_read).
     static func read(_ channel: IOChannel, offset: Int64, length: Int, queue: DispatchQueue,
-                     handler: @escaping IOHandlerBody) -> IOOperation {
+                     completesWhenDrained: Bool = false, handler: @escaping IOHandlerBody) -> IOOperation {
         IOOperation(channel: channel, isRead: true, offset: offset, length: length, data: nil,
-                    queue: queue, handler: handler)
+                    completesWhenDrained: completesWhenDrained, queue: queue, handler: handler)
     }
 
     /// A write of `data` (borrowed; the operation takes its own count) at `offset`.
@@ -126,7 +134,9 @@ final class IOOperation: @unchecked Sendable {
             let outcome = isRead ? readOnce(chunkLimit: 64 << 10) : writeOnce()
             guard let error = outcome else { continue }
             if error == EAGAIN {
-                // Nothing more to read for now: what was read may be due by the interval.
+                // Nothing more to read for now: a dispatch_read that has read something is
+                // done; otherwise what was read may be due by the interval.
+                if isRead && completesWhenDrained && totalRead > 0 { return finish(0) }
                 if isRead { deliverPartialIfDue() }
                 if channel.waitForReadiness(self, fd: fd) { return }
                 return finish(ECANCELED)
@@ -164,6 +174,7 @@ final class IOOperation: @unchecked Sendable {
             pending = piece
         }
         pendingSize += n
+        totalRead += n
         offset += Int64(n)
         if remaining != Int.max { remaining -= n }
         if remaining > 0 { deliverPartialIfDue() }
