@@ -48,6 +48,15 @@ typealias IOHandlerBody = (Bool, Unmanaged<DataObject>?, Int32) -> Void
 final class IOChannel: DispatchObject, @unchecked Sendable {
     let type: IOChannelType
     let descriptor: IODescriptor
+    /// The channel's error, fixed at creation (libdispatch's checks then): the descriptor
+    /// was not open, the path check failed, or a random channel was made on a pipe or
+    /// socket (ESPIPE). Every operation ends with it; the cleanup handler is called with it
+    /// at once. 0 for a usable channel: later errors (a failed open(2), I/O errors) are the
+    /// operations', and the cleanup handler then gets 0.
+    let channelError: Int32
+    /// A random channel's offset 0: the client descriptor's file position when the channel
+    /// was made (0 for path channels and stream channels).
+    let basePosition: Int64
     /// Where the cleanup handler runs (the default root queue when nil).
     private let cleanupQueue: DispatchQueue?
 
@@ -91,7 +100,23 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         self.type = type
         self.descriptor = descriptor
         self.cleanupQueue = cleanupQueue
-        self.cleanupHandler = cleanupHandler
+        var error = descriptor.error
+        if error == 0 && type == .random && descriptor.isPipeOrSocket { error = ESPIPE }
+        var base: Int64 = 0
+        if error == 0 && type == .random, let fd = descriptor.clientFileDescriptor {
+            base = max(0, Int64(lseek(fd, 0, SEEK_CUR)))
+        }
+        channelError = error
+        basePosition = base
+        if error != 0, let cleanupHandler {
+            // libdispatch calls the cleanup handler of a channel that failed its checks at
+            // once, with the error; the usual cleanup at close then finds no handler.
+            (cleanupQueue ?? DispatchQueue.defaultRootQueue).enqueue(closureBoxTrampoline,
+                                                                     ClosureBox.retainedContext { cleanupHandler(error) })
+            self.cleanupHandler = nil
+        } else {
+            self.cleanupHandler = cleanupHandler
+        }
         super.init(kind: .io)
     }
 
@@ -115,9 +140,9 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// Queues `operation`; it starts when the order rules allow.
     func submit(_ operation: IOOperation) {
         lock.lock()
-        if isClosed {
+        if isClosed || channelError != 0 {
             lock.unlock()
-            operation.deliverFinal(error: ECANCELED, notifyChannel: false)
+            operation.deliverFinal(error: isClosed ? ECANCELED : channelError, notifyChannel: false)
             return
         }
         items.append(.operation(operation))
@@ -344,7 +369,7 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
 
     fileprivate func unregistrationDone() {
         guard pendingUnregistrations.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
-        let error = descriptor.error
+        let error = channelError  // (a channel with an error has called its handler already)
         let handler = lock.withLock { () -> ((Int32) -> Void)? in
             let h = cleanupHandler
             cleanupHandler = nil

@@ -71,7 +71,8 @@ final class IOOperation: @unchecked Sendable {
         self.channel = channel
         self.completesWhenDrained = completesWhenDrained
         self.isRead = isRead
-        self.offset = offset
+        // A random channel's offsets count from the file position at its creation.
+        self.offset = channel.type == .random ? offset &+ channel.basePosition : offset
         self.remaining = length
         self.data = data
         self.handler = handler
