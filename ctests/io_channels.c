@@ -561,7 +561,7 @@ int main(void) {
     test_bad_input();
     test_path_checked_at_creation();
     test_random_offsets();
-    (void)test_barrier_per_descriptor;  // enabled with the per-descriptor barrier
+    test_barrier_per_descriptor();
     (void)test_write_progress;          // enabled with write progress
     check_pass();
     return 0;

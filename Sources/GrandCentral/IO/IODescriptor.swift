@@ -35,6 +35,9 @@ final class IODescriptor: @unchecked Sendable {
         case failed(Int32)
     }
 
+    /// The order of the operations and barriers of every channel on the descriptor.
+    let schedule = IOSchedule()
+
     /// Protected by `lock` (a mutex, not a spin lock: opening makes a system call under it).
     private var state: State
     private let lock = Mutex<Void>(())

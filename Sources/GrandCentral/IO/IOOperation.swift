@@ -18,7 +18,7 @@ import Synchronization
 // done, no data on success; the unwritten rest and the error on failure. Calls are made on a
 // serial queue targeting the client's queue, so one operation's calls run in order.
 //
-// Fields: the immutable ones are set at init. `state` is guarded by the channel's lock
+// Fields: the immutable ones are set at init. `state` is guarded by the descriptor's schedule lock
 // (see IOChannel). `cancelled` is atomic (set by close(STOP), polled by the running loop).
 // `offset`, `remaining`, `written`, `pending`, `lastDelivery` belong to the thread running
 // the operation: one at a time, handed over through the channel's lock or a queue.
@@ -78,7 +78,7 @@ final class IOOperation: @unchecked Sendable {
         self.handler = handler
         self.handlerQueue = queue.isSerial
             ? queue : DispatchQueue.make(label: nil, attributes: .serial, target: queue)
-        self.settings = channel.lock.withLock { channel.settings }
+        self.settings = channel.schedule.lock.withLock { channel.settings }
     }
 
     deinit {
