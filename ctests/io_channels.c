@@ -562,7 +562,7 @@ int main(void) {
     test_path_checked_at_creation();
     test_random_offsets();
     test_barrier_per_descriptor();
-    (void)test_write_progress;          // enabled with write progress
+    test_write_progress();
     check_pass();
     return 0;
 }

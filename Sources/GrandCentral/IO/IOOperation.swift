@@ -14,9 +14,12 @@ import Synchronization
 // Delivery. A read collects what it reads in `pending` and hands it to the handler in
 // partial calls (never more than the high water mark; at least the low water mark, unless
 // the interval is strict) and then one final call with `done`, carrying what is left and
-// the error (0 at end of file or when the length is reached). A write makes one final call:
-// done, no data on success; the unwritten rest and the error on failure. Calls are made on a
-// serial queue targeting the client's queue, so one operation's calls run in order.
+// the error (0 at end of file or when the length is reached). A write goes out in pieces of
+// at most the high water mark; each time at least the low water mark's worth (at least one
+// byte) has gone out and data is left, it makes a partial call carrying the data not yet
+// written (libdispatch's progress report); then one final call: done, no data on success,
+// the unwritten rest and the error on failure. Calls are made on a serial queue targeting
+// the client's queue, so one operation's calls run in order.
 //
 // Fields: the immutable ones are set at init. `state` is guarded by the descriptor's schedule lock
 // (see IOChannel). `cancelled` is atomic (set by close(STOP), polled by the running loop).
@@ -53,8 +56,9 @@ final class IOOperation: @unchecked Sendable {
     private var offset: Int64
     /// Bytes still to read (Int.max: to end of file). Write: unused.
     private var remaining: Int
-    /// Write: bytes written so far.
+    /// Write: bytes written so far, and those written since the last progress report.
     private var written = 0
+    private var unreported = 0
     /// Read: bytes read but not yet delivered (one count), and their size.
     private var pending: Unmanaged<DataObject>?
     private var pendingSize = 0
@@ -191,7 +195,8 @@ final class IOOperation: @unchecked Sendable {
         let (region, start) = data._withUnsafeGuaranteedRef { $0.region(at: written) }
         let (bytes, size) = region._withUnsafeGuaranteedRef { ($0.bytes!, $0.size) }
         let skip = written - start
-        let length = size - skip
+        // One piece is at most the high water mark (the progress reports follow pieces).
+        let length = min(size - skip, settings.highWater)
         let n: Int
         if descriptorKind.isStream {
             n = gc_io_write(fd, bytes + skip, length, descriptorKind == .socket ? 1 : 0)
@@ -204,7 +209,23 @@ final class IOOperation: @unchecked Sendable {
         }
         if n < 0 { return Int32(-n) }
         written += n
-        return written >= total ? 0 : nil
+        if written >= total { return 0 }
+        unreported += n
+        if unreported >= max(settings.lowWater, 1) { reportWriteProgress() }
+        return nil
+    }
+
+    /// A write with data left to go: a partial handler call (done == false) with the data
+    /// not yet written, as libdispatch makes once the low water mark's worth has gone out.
+    private func reportWriteProgress() {
+        guard let data else { return }
+        unreported = 0
+        let rest = DataObject.subrange(data, offset: written, length: data.size - written)
+        let handler = self.handler
+        handlerQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext {
+            handler(false, rest, 0)
+            rest.releaseData()
+        })
     }
 
     /// A stream read about to wait for readiness with data it has not delivered: the
