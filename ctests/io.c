@@ -507,15 +507,23 @@ static void test_barrier(void) {
     free(c.bytes);
 }
 
-typedef struct { size_t size; int error; unsigned char first; latch_t done; } once_t;
+// A read loop: dispatch_read delivers what a pipe holds, so it reads again until `want`
+// bytes have come (or end of file, or an error).
+typedef struct { size_t size, want; int fd, error, reads; unsigned char first; latch_t done; } once_t;
 static void read_once(void *context, dispatch_data_t data, int error) {
     once_t *o = context;
-    o->size = dispatch_data_get_size(data);
-    o->error = error;
+    size_t got = dispatch_data_get_size(data);
     const void *buffer; size_t size;
     dispatch_data_t map = dispatch_data_create_map(data, &buffer, &size);
-    if (size) o->first = *(const unsigned char *)buffer;
+    if (size && o->size == 0) o->first = *(const unsigned char *)buffer;
     dispatch_release(map);
+    o->size += got;
+    o->error = error;
+    o->reads++;
+    if (error == 0 && got > 0 && o->size < o->want) {
+        dispatch_read_f(o->fd, o->want - o->size, dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), o, read_once);
+        return;
+    }
     latch_arrive(&o->done);
 }
 static void wrote_once(void *context, dispatch_data_t data, int error) {
@@ -536,7 +544,7 @@ static void test_conveniences(void) {
 #endif
     unsigned char *bytes = random_bytes(size, 5);
     dispatch_data_t data = dispatch_data_create_f(bytes, size, NULL, DISPATCH_DATA_DESTRUCTOR_FREE_F);
-    once_t r, w;
+    once_t r = { .fd = p[0], .want = size }, w = {0};
     latch_init(&r.done, 1);
     latch_init(&w.done, 1);
     dispatch_read_f(p[0], size, global(), &r, read_once);

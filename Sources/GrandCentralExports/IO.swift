@@ -66,8 +66,11 @@ public func dispatch_io_create_with_path_f(_ type: UInt, _ path: UnsafePointer<C
                                            _ queue: UnsafeMutableRawPointer?, _ context: UnsafeMutableRawPointer?,
                                            _ cleanup: dispatch_io_cleanup_function_t?) -> UnsafeMutableRawPointer? {
     guard let path else { clientBug("dispatch_io_create_with_path_f", "path is NULL") }
-    return makeChannel(type, IODescriptor(path: path, oflag: oflag, mode: mode), queue, context, cleanup,
-                       "dispatch_io_create_with_path_f")
+    // NULL for an unknown type or a relative path, as libdispatch (checked before the path
+    // is looked at).
+    guard let t = ioType(type, "dispatch_io_create_with_path_f"), path.pointee == 0x2F /* '/' */ else { return nil }
+    return makeChannel(type, IODescriptor(path: path, oflag: oflag, mode: mode, random: t == .random), queue, context,
+                       cleanup, "dispatch_io_create_with_path_f")
 }
 
 @_cdecl("dispatch_io_create_with_io_f")

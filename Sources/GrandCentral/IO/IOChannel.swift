@@ -5,16 +5,18 @@ import Synchronization
 // An I/O channel (dispatch_io_t): a descriptor, operations queued on it, and the rules for
 // when each may run.
 //
-// Order. `items` holds, in submission order, every operation that has not yet delivered its
-// final handler call and every barrier that has not yet run. An operation may start when no
-// barrier precedes it in `items` and no other operation of its direction is running: reads
-// run one at a time in queue order, writes likewise, and the two directions are
-// independent (a read queued behind a write that waits for buffer space starts at once).
-// A barrier runs when it is first in `items`, i.e. when every earlier operation has
-// delivered its final call; while it runs nothing starts, and when it returns the next
-// items may. After `close`, once `items` is empty, the channel gives its descriptor back
-// (readiness registrations removed, then flags restored or the descriptor closed) and the
-// cleanup handler runs, once, on the cleanup queue.
+// Order. The descriptor's schedule (IOSchedule.swift) holds, in submission order, every
+// operation of every channel on the descriptor that has not yet delivered its final
+// handler call and every barrier that has not yet run. An operation may start when no
+// barrier precedes it in the schedule and no other operation of its channel and direction
+// is running: a channel's reads run one at a time in queue order, its writes likewise, and
+// the two directions are independent (a read queued behind a write that waits for buffer
+// space starts at once). A barrier runs when it is first in the schedule, i.e. when every
+// earlier operation of every channel on the descriptor has delivered its final call; while
+// it runs nothing starts, and when it returns the next items may. After `close`, once no
+// item of the channel is left, the channel gives its descriptor back (readiness
+// registrations removed, then flags restored or the descriptor closed) and the cleanup
+// handler runs, once, on the cleanup queue.
 //
 // Rejected: libdispatch's design of a private serial queue per channel plus one per
 // direction; a short critical section over plain fields says the same with less machinery,
@@ -48,20 +50,24 @@ typealias IOHandlerBody = (Bool, Unmanaged<DataObject>?, Int32) -> Void
 final class IOChannel: DispatchObject, @unchecked Sendable {
     let type: IOChannelType
     let descriptor: IODescriptor
+    /// The channel's error, fixed at creation (libdispatch's checks then): the descriptor
+    /// was not open, the path check failed, or a random channel was made on a pipe or
+    /// socket (ESPIPE). Every operation ends with it; the cleanup handler is called with it
+    /// at once. 0 for a usable channel: later errors (a failed open(2), I/O errors) are the
+    /// operations', and the cleanup handler then gets 0.
+    let channelError: Int32
+    /// A random channel's offset 0: the client descriptor's file position when the channel
+    /// was made (0 for path channels and stream channels).
+    let basePosition: Int64
     /// Where the cleanup handler runs (the default root queue when nil).
     private let cleanupQueue: DispatchQueue?
 
-    /// Guards every field below. Held only for short sections that do no I/O.
-    let lock = SpinLock()
-    /// Operations not yet finished-and-delivered, and barriers not yet run, in order.
-    private var items: [IOItem] = []
+    /// The descriptor's schedule; its lock guards every field below (shared by every
+    /// channel on the descriptor).
+    var schedule: IOSchedule { descriptor.schedule }
     /// The running (or readiness-waiting) operation of each direction.
     private var reading: IOOperation?
     private var writing: IOOperation?
-    private var barrierRunning = false
-    /// The thread running a barrier of this channel (`pthread_self`), 0 otherwise: inside
-    /// its barrier, `dispatch_io_get_descriptor` opens a path channel not opened yet.
-    private var barrierThread: pthread_t = 0
     private var isClosed = false
     private var cleanupStarted = false
     var settings = IOSettings()
@@ -81,12 +87,33 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// is the client's one-shot handler). Set before the first operation.
     var waitsForSharers = true
 
+    /// Called once, on the thread that finishes the cleanup, when the channel has let go of
+    /// its descriptor and before the cleanup handler is scheduled (dispatch_read/write:
+    /// start the next operation of the descriptor's line). Set before the first operation.
+    var didLetGo: (() -> Void)?
+
     init(type: IOChannelType, descriptor: IODescriptor, cleanupQueue: DispatchQueue?,
          cleanupHandler: ((Int32) -> Void)?) {
         self.type = type
         self.descriptor = descriptor
         self.cleanupQueue = cleanupQueue
-        self.cleanupHandler = cleanupHandler
+        var error = descriptor.error
+        if error == 0 && type == .random && descriptor.isPipeOrSocket { error = ESPIPE }
+        var base: Int64 = 0
+        if error == 0 && type == .random, let fd = descriptor.clientFileDescriptor {
+            base = max(0, Int64(lseek(fd, 0, SEEK_CUR)))
+        }
+        channelError = error
+        basePosition = base
+        if error != 0, let cleanupHandler {
+            // libdispatch calls the cleanup handler of a channel that failed its checks at
+            // once, with the error; the usual cleanup at close then finds no handler.
+            (cleanupQueue ?? DispatchQueue.defaultRootQueue).enqueue(closureBoxTrampoline,
+                                                                     ClosureBox.retainedContext { cleanupHandler(error) })
+            self.cleanupHandler = nil
+        } else {
+            self.cleanupHandler = cleanupHandler
+        }
         super.init(kind: .io)
     }
 
@@ -100,7 +127,7 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// the descriptor is open, `error` (an errno) once opening failed or the channel has
     /// given its descriptor back (EBADF).
     override func debugDescription() -> String {
-        let closed = lock.withLock { isClosed }
+        let closed = schedule.lock.withLock { isClosed }
         return describe([("type", type == .stream ? "stream" : "random"), ("refcount", debugRefcount),
                          descriptor.debugField, ("closed", "\(closed)")])
     }
@@ -109,30 +136,30 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
 
     /// Queues `operation`; it starts when the order rules allow.
     func submit(_ operation: IOOperation) {
-        lock.lock()
-        if isClosed {
-            lock.unlock()
-            operation.deliverFinal(error: ECANCELED, notifyChannel: false)
+        schedule.lock.lock()
+        if isClosed || channelError != 0 {
+            schedule.lock.unlock()
+            operation.deliverFinal(error: isClosed ? ECANCELED : channelError, notifyChannel: false)
             return
         }
-        items.append(.operation(operation))
+        schedule.items.append(.operation(operation))
         let actions = advanceLocked()
-        lock.unlock()
+        schedule.lock.unlock()
         perform(actions)
     }
 
     /// Queues a barrier: `body` runs on a global queue once every earlier operation has
     /// finished, and no later one starts before it returns.
     func barrier(_ body: @escaping () -> Void) {
-        lock.lock()
+        schedule.lock.lock()
         if isClosed && cleanupStarted {
-            lock.unlock()
+            schedule.lock.unlock()
             DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext(body))
             return
         }
-        items.append(.barrier(body))
+        schedule.items.append(.barrier(self, body))
         let actions = advanceLocked()
-        lock.unlock()
+        schedule.lock.unlock()
         perform(actions)
     }
 
@@ -140,10 +167,10 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// (they report ECANCELED). Closing twice is harmless.
     func close(stop: Bool) {
         var cancelledNow: [IOOperation] = []
-        lock.lock()
+        schedule.lock.lock()
         isClosed = true
         if stop {
-            for case .operation(let op) in items where op.state != .finished {
+            for case .operation(let op) in schedule.items where op.channel === self && op.state != .finished {
                 op.cancelled.store(true, ordering: .relaxed)
                 // A queued operation never starts; one waiting for readiness has no thread
                 // that would notice: both finish here. A running one notices by itself.
@@ -156,7 +183,7 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
             }
         }
         let actions = advanceLocked()
-        lock.unlock()
+        schedule.lock.unlock()
         for op in cancelledNow { op.deliverFinal(error: ECANCELED, notifyChannel: true) }
         perform(actions)
     }
@@ -165,27 +192,29 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// called from one of this channel's barriers, it opens a path channel first (as
     /// libdispatch documents), so the barrier can fsync or lseek it.
     var currentDescriptor: Int32 {
-        let (closed, inBarrier) = lock.withLock { (isClosed, barrierThread == pthread_self()) }
+        let (closed, inBarrier) = schedule.lock.withLock {
+            (isClosed, schedule.barrierChannel === self && schedule.barrierThread == pthread_self())
+        }
         if inBarrier, case .success(let (fd, _)) = descriptor.open() { return fd }
         return closed ? -1 : descriptor.currentDescriptor
     }
 
     func setHighWater(_ value: Int) {
-        lock.withLock {
+        schedule.lock.withLock {
             settings.highWater = max(value, 1)
             if settings.lowWater > settings.highWater { settings.lowWater = settings.highWater }
         }
     }
 
     func setLowWater(_ value: Int) {
-        lock.withLock {
+        schedule.lock.withLock {
             settings.lowWater = value
             if settings.highWater < value { settings.highWater = max(value, 1) }
         }
     }
 
     func setInterval(_ nanoseconds: UInt64, strict: Bool) {
-        lock.withLock {
+        schedule.lock.withLock {
             settings.interval = nanoseconds
             settings.strictInterval = strict
         }
@@ -196,23 +225,23 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// `operation` did its last I/O (its final handler call is enqueued): the next
     /// operation of its direction may start.
     func operationDidFinishIO(_ operation: IOOperation) {
-        lock.lock()
+        schedule.lock.lock()
         operation.state = .finished
         if reading === operation { reading = nil }
         if writing === operation { writing = nil }
         let actions = advanceLocked()
-        lock.unlock()
+        schedule.lock.unlock()
         perform(actions)
     }
 
     /// The final handler call of `operation` returned: barriers and cleanup may proceed.
     func operationDidDeliver(_ operation: IOOperation) {
-        lock.lock()
-        if let index = items.firstIndex(where: { if case .operation(let op) = $0 { return op === operation }; return false }) {
-            items.remove(at: index)
+        schedule.lock.lock()
+        if let index = schedule.items.firstIndex(where: { if case .operation(let op) = $0 { return op === operation }; return false }) {
+            schedule.items.remove(at: index)
         }
         let actions = advanceLocked()
-        lock.unlock()
+        schedule.lock.unlock()
         perform(actions)
     }
 
@@ -220,8 +249,8 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// registration. Returns false (and does nothing) if it was cancelled meanwhile; the
     /// caller then finishes it.
     func waitForReadiness(_ operation: IOOperation, fd: Int32) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
+        schedule.lock.lock()
+        defer { schedule.lock.unlock() }
         if operation.cancelled.load(ordering: .relaxed) { return false }
         operation.state = .waiting
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -254,11 +283,11 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// operation of that direction runs
     /// again, on a pool thread.
     fileprivate func readinessArrived(read: Bool) {
-        lock.lock()
+        schedule.lock.lock()
         let op = read ? reading : writing
-        guard let op, op.state == .waiting else { lock.unlock(); return }
+        guard let op, op.state == .waiting else { schedule.lock.unlock(); return }
         op.state = .running
-        lock.unlock()
+        schedule.lock.unlock()
         DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { op.runStream() })
     }
 
@@ -266,29 +295,35 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
 
     private enum Action {
         case start(IOOperation)
-        case barrier(() -> Void)
+        case barrier(IOChannel, () -> Void)
         case cleanup
     }
 
-    /// Applies the order rules; returns what to do once the lock is dropped.
+    /// Applies the order rules to the descriptor's schedule (starting operations of any
+    /// channel on it) and decides this channel's cleanup; returns what to do once the lock
+    /// is dropped. Under the lock.
     private func advanceLocked() -> [Action] {
-        guard !barrierRunning else { return [] }
-        if let first = items.first, case .barrier(let body) = first {
-            items.removeFirst()
-            barrierRunning = true
-            return [.barrier(body)]
-        }
         var actions: [Action] = []
-        for item in items {
-            guard case .operation(let op) = item else { break }  // nothing passes a barrier
-            guard op.state == .queued else { continue }
-            if op.isRead {
-                if reading == nil { reading = op; op.state = .running; actions.append(.start(op)) }
+        let schedule = self.schedule
+        if schedule.barrierChannel == nil {
+            if let first = schedule.items.first, case .barrier(let channel, let body) = first {
+                schedule.items.removeFirst()
+                schedule.barrierChannel = channel
+                actions.append(.barrier(channel, body))
             } else {
-                if writing == nil { writing = op; op.state = .running; actions.append(.start(op)) }
+                for item in schedule.items {
+                    guard case .operation(let op) = item else { break }  // nothing passes a barrier
+                    guard op.state == .queued else { continue }
+                    let channel = op.channel
+                    if op.isRead {
+                        if channel.reading == nil { channel.reading = op; op.state = .running; actions.append(.start(op)) }
+                    } else {
+                        if channel.writing == nil { channel.writing = op; op.state = .running; actions.append(.start(op)) }
+                    }
+                }
             }
         }
-        if isClosed && items.isEmpty && !cleanupStarted {
+        if isClosed && !cleanupStarted && schedule.barrierChannel !== self && !schedule.hasItems(of: self) {
             cleanupStarted = true
             actions.append(.cleanup)
         }
@@ -300,16 +335,17 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
             switch action {
             case .start(let op):
                 DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { op.begin() })
-            case .barrier(let body):
-                DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { [self] in
-                    lock.withLock { barrierThread = pthread_self() }
+            case .barrier(let channel, let body):
+                DispatchQueue.defaultRootQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext {
+                    let schedule = channel.schedule
+                    schedule.lock.withLock { schedule.barrierThread = pthread_self() }
                     body()
-                    lock.lock()
-                    barrierThread = 0
-                    barrierRunning = false
-                    let next = advanceLocked()
-                    lock.unlock()
-                    perform(next)
+                    schedule.lock.lock()
+                    schedule.barrierThread = 0
+                    schedule.barrierChannel = nil
+                    let next = channel.advanceLocked()
+                    schedule.lock.unlock()
+                    channel.perform(next)
                 })
             case .cleanup:
                 beginCleanup()
@@ -323,7 +359,7 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// descriptor back and run the cleanup handler.
     private func beginCleanup() {
         // No operation runs any more, so the tokens are stable.
-        let tokens = lock.withLock { () -> [DescriptorToken] in
+        let tokens = schedule.lock.withLock { () -> [DescriptorToken] in
             let t = [readToken, writeToken].compactMap { $0 }
             readToken = nil
             writeToken = nil
@@ -339,26 +375,23 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
 
     fileprivate func unregistrationDone() {
         guard pendingUnregistrations.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue == 1 else { return }
-        let error = descriptor.error
-        let handler = lock.withLock { () -> ((Int32) -> Void)? in
+        let error = channelError  // (a channel with an error has called its handler already)
+        let handler = schedule.lock.withLock { () -> ((Int32) -> Void)? in
             let h = cleanupHandler
             cleanupHandler = nil
             return h
         }
         let queue = cleanupQueue ?? DispatchQueue.defaultRootQueue
         // Runs when every channel sharing the descriptor is done (see IODescriptor).
+        let didLetGo = self.didLetGo
         descriptor.channelDidFinish(waitForOthers: waitsForSharers) {
+            didLetGo?()
             guard let handler else { return }
             queue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext { handler(error) })
         }
     }
 }
 
-/// One entry of a channel's `items`.
-enum IOItem {
-    case operation(IOOperation)
-    case barrier(() -> Void)
-}
 
 // Event-thread callbacks: hand the work to a pool thread at once.
 

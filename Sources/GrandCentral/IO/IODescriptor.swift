@@ -35,6 +35,9 @@ final class IODescriptor: @unchecked Sendable {
         case failed(Int32)
     }
 
+    /// The order of the operations and barriers of every channel on the descriptor.
+    let schedule = IOSchedule()
+
     /// Protected by `lock` (a mutex, not a spin lock: opening makes a system call under it).
     private var state: State
     private let lock = Mutex<Void>(())
@@ -76,10 +79,40 @@ final class IODescriptor: @unchecked Sendable {
         state = prepare(descriptor)
     }
 
-    /// A path to open at the first operation.
-    init(path: UnsafePointer<CChar>, oflag: Int32, mode: UInt32) {
+    /// A path to open at the first operation, checked now as libdispatch checks it when a
+    /// path channel is created (`checkPath`): a failure leaves the entry failed with it,
+    /// and the channel takes it as its own error.
+    init(path: UnsafePointer<CChar>, oflag: Int32, mode: UInt32, random: Bool) {
         ownsDescriptor = true
-        state = .unopened(path: strdup(path), oflag: oflag, mode: mode)
+        let checked = IODescriptor.checkPath(path, oflag: oflag, random: random)
+        state = checked == 0 ? .unopened(path: strdup(path), oflag: oflag, mode: mode) : .failed(checked)
+    }
+
+    /// libdispatch's check at path-channel creation: stat the path (lstat with O_NOFOLLOW);
+    /// if that fails and the channel creates the file (O_CREAT, a path not ending in '/'),
+    /// stat its parent directory instead, and a parent that exists means a regular file
+    /// will be created. Returns 0, the errno of the failed stat, EISDIR for a directory, or
+    /// ESPIPE for a FIFO or socket on a random channel. (For a file directly under "/",
+    /// the parent checked is "/"; libdispatch checks the empty path there and fails.)
+    static func checkPath(_ path: UnsafePointer<CChar>, oflag: Int32, random: Bool) -> Int32 {
+        var st = stat()
+        let rc = oflag & O_NOFOLLOW != 0 ? lstat(path, &st) : stat(path, &st)
+        var mode = st.st_mode
+        if rc != 0 {
+            let error = errno
+            let length = strlen(path)
+            guard oflag & O_CREAT != 0, length > 0, path[length - 1] != 0x2F /* '/' */ else { return error }
+            guard let copy = strdup(path) else { return ENOMEM }
+            defer { free(copy) }
+            guard let slash = strrchr(copy, 0x2F) else { return error }
+            slash[slash == copy ? 1 : 0] = 0  // the parent directory ("/" for a file under it)
+            var parent = stat()
+            guard stat(copy, &parent) == 0 else { return error }
+            mode = S_IFREG
+        }
+        if mode & S_IFMT == S_IFDIR { return EISDIR }
+        if random && (mode & S_IFMT == S_IFIFO || mode & S_IFMT == S_IFSOCK) { return ESPIPE }
+        return 0
     }
 
     deinit {
@@ -149,6 +182,24 @@ final class IODescriptor: @unchecked Sendable {
         lock.withLock { _ in
             if case .failed(let error) = state { return error }
             return 0
+        }
+    }
+
+    /// Whether the descriptor is a pipe or a socket (known once open; false before).
+    var isPipeOrSocket: Bool {
+        lock.withLock { _ in
+            if case .open(_, let kind) = state { return kind == .pipe || kind == .socket }
+            return false
+        }
+    }
+
+    /// The client's descriptor when it is a regular file (a random channel made on it
+    /// measures its offsets from its file position), else nil (a path channel's, a stream,
+    /// or not open).
+    var clientFileDescriptor: Int32? {
+        lock.withLock { _ in
+            if !ownsDescriptor, case .open(let fd, .file) = state { return fd }
+            return nil
         }
     }
 

@@ -14,11 +14,14 @@ import Synchronization
 // Delivery. A read collects what it reads in `pending` and hands it to the handler in
 // partial calls (never more than the high water mark; at least the low water mark, unless
 // the interval is strict) and then one final call with `done`, carrying what is left and
-// the error (0 at end of file or when the length is reached). A write makes one final call:
-// done, no data on success; the unwritten rest and the error on failure. Calls are made on a
-// serial queue targeting the client's queue, so one operation's calls run in order.
+// the error (0 at end of file or when the length is reached). A write goes out in pieces of
+// at most the high water mark; each time at least the low water mark's worth (at least one
+// byte) has gone out and data is left, it makes a partial call carrying the data not yet
+// written (libdispatch's progress report); then one final call: done, no data on success,
+// the unwritten rest and the error on failure. Calls are made on a serial queue targeting
+// the client's queue, so one operation's calls run in order.
 //
-// Fields: the immutable ones are set at init. `state` is guarded by the channel's lock
+// Fields: the immutable ones are set at init. `state` is guarded by the descriptor's schedule lock
 // (see IOChannel). `cancelled` is atomic (set by close(STOP), polled by the running loop).
 // `offset`, `remaining`, `written`, `pending`, `lastDelivery` belong to the thread running
 // the operation: one at a time, handed over through the channel's lock or a queue.
@@ -43,6 +46,9 @@ final class IOOperation: @unchecked Sendable {
     private let settings: IOSettings
     /// Write: the data (one count), else nil.
     private let data: Unmanaged<DataObject>?
+    /// A stream read that completes at the first EAGAIN after it has read something
+    /// (dispatch_read: what is available, not `length`).
+    private let completesWhenDrained: Bool
 
     var state = State.queued
     let cancelled = Atomic<Bool>(false)
@@ -50,11 +56,14 @@ final class IOOperation: @unchecked Sendable {
     private var offset: Int64
     /// Bytes still to read (Int.max: to end of file). Write: unused.
     private var remaining: Int
-    /// Write: bytes written so far.
+    /// Write: bytes written so far, and those written since the last progress report.
     private var written = 0
+    private var unreported = 0
     /// Read: bytes read but not yet delivered (one count), and their size.
     private var pending: Unmanaged<DataObject>?
     private var pendingSize = 0
+    /// Read: bytes read so far, delivered or not.
+    private var totalRead = 0
     private var lastDelivery: UInt64 = 0
 
     /// The descriptor while running.
@@ -62,16 +71,18 @@ final class IOOperation: @unchecked Sendable {
     private var descriptorKind = IODescriptorKind.file
 
     private init(channel: IOChannel, isRead: Bool, offset: Int64, length: Int, data: Unmanaged<DataObject>?,
-                 queue: DispatchQueue, handler: @escaping IOHandlerBody) {
+                 completesWhenDrained: Bool = false, queue: DispatchQueue, handler: @escaping IOHandlerBody) {
         self.channel = channel
+        self.completesWhenDrained = completesWhenDrained
         self.isRead = isRead
-        self.offset = offset
+        // A random channel's offsets count from the file position at its creation.
+        self.offset = channel.type == .random ? offset &+ channel.basePosition : offset
         self.remaining = length
         self.data = data
         self.handler = handler
         self.handlerQueue = queue.isSerial
             ? queue : DispatchQueue.make(label: nil, attributes: .serial, target: queue)
-        self.settings = channel.lock.withLock { channel.settings }
+        self.settings = channel.schedule.lock.withLock { channel.settings }
     }
 
     deinit {
@@ -80,10 +91,12 @@ final class IOOperation: @unchecked Sendable {
     }
 
     /// A read of `length` bytes (Int.max: to end of file) at `offset` (random channels).
+    /// `completesWhenDrained`: on a stream, complete at the first EAGAIN after reading
+    /// something (dispatch_read).
     static func read(_ channel: IOChannel, offset: Int64, length: Int, queue: DispatchQueue,
-                     handler: @escaping IOHandlerBody) -> IOOperation {
+                     completesWhenDrained: Bool = false, handler: @escaping IOHandlerBody) -> IOOperation {
         IOOperation(channel: channel, isRead: true, offset: offset, length: length, data: nil,
-                    queue: queue, handler: handler)
+                    completesWhenDrained: completesWhenDrained, queue: queue, handler: handler)
     }
 
     /// A write of `data` (borrowed; the operation takes its own count) at `offset`.
@@ -126,7 +139,9 @@ final class IOOperation: @unchecked Sendable {
             let outcome = isRead ? readOnce(chunkLimit: 64 << 10) : writeOnce()
             guard let error = outcome else { continue }
             if error == EAGAIN {
-                // Nothing more to read for now: what was read may be due by the interval.
+                // Nothing more to read for now: a dispatch_read that has read something is
+                // done; otherwise what was read may be due by the interval.
+                if isRead && completesWhenDrained && totalRead > 0 { return finish(0) }
                 if isRead { deliverPartialIfDue() }
                 if channel.waitForReadiness(self, fd: fd) { return }
                 return finish(ECANCELED)
@@ -164,6 +179,7 @@ final class IOOperation: @unchecked Sendable {
             pending = piece
         }
         pendingSize += n
+        totalRead += n
         offset += Int64(n)
         if remaining != Int.max { remaining -= n }
         if remaining > 0 { deliverPartialIfDue() }
@@ -179,7 +195,8 @@ final class IOOperation: @unchecked Sendable {
         let (region, start) = data._withUnsafeGuaranteedRef { $0.region(at: written) }
         let (bytes, size) = region._withUnsafeGuaranteedRef { ($0.bytes!, $0.size) }
         let skip = written - start
-        let length = size - skip
+        // One piece is at most the high water mark (the progress reports follow pieces).
+        let length = min(size - skip, settings.highWater)
         let n: Int
         if descriptorKind.isStream {
             n = gc_io_write(fd, bytes + skip, length, descriptorKind == .socket ? 1 : 0)
@@ -192,7 +209,23 @@ final class IOOperation: @unchecked Sendable {
         }
         if n < 0 { return Int32(-n) }
         written += n
-        return written >= total ? 0 : nil
+        if written >= total { return 0 }
+        unreported += n
+        if unreported >= max(settings.lowWater, 1) { reportWriteProgress() }
+        return nil
+    }
+
+    /// A write with data left to go: a partial handler call (done == false) with the data
+    /// not yet written, as libdispatch makes once the low water mark's worth has gone out.
+    private func reportWriteProgress() {
+        guard let data else { return }
+        unreported = 0
+        let rest = DataObject.subrange(data, offset: written, length: data.size - written)
+        let handler = self.handler
+        handlerQueue.enqueue(closureBoxTrampoline, ClosureBox.retainedContext {
+            handler(false, rest, 0)
+            rest.releaseData()
+        })
     }
 
     /// A stream read about to wait for readiness with data it has not delivered: the

@@ -53,22 +53,29 @@ public class DispatchIO: DispatchObject, @unchecked Sendable {
                                      cleanupQueue: queue, cleanupHandler: cleanupHandler))
     }
 
-    /// A channel that opens `path` at its first operation.
+    /// A channel that opens `path` at its first operation; the path is checked now (a
+    /// failure is the channel's error: see `init?(type:path:oflag:mode:queue:cleanupHandler:)`).
     @available(swift, obsoleted: 4)
     public convenience init(type: StreamType, path: UnsafePointer<Int8>, oflag: Int32, mode: mode_t,
                             queue: DispatchQueue, cleanupHandler: @escaping (_ error: Int32) -> Void) {
         self.init(channel: IOChannel(type: type.channelType,
-                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode)),
+                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode),
+                                                              random: type == .random),
                                      cleanupQueue: queue, cleanupHandler: cleanupHandler))
     }
 
-    /// A channel that opens `path` at its first operation (never nil here: a failed open is
-    /// reported through the first operation's handler).
+    /// A channel that opens `path` at its first operation; nil for a relative path. The path
+    /// is checked now (stat; lstat with O_NOFOLLOW; the parent directory with O_CREAT): a
+    /// failure is the channel's error, which every operation reports and the cleanup handler
+    /// gets at once. A failure of the open(2) itself is reported by the operations, and the
+    /// cleanup handler then gets 0.
     @available(swift, introduced: 4)
     public convenience init?(type: StreamType, path: UnsafePointer<Int8>, oflag: Int32, mode: mode_t,
                              queue: DispatchQueue, cleanupHandler: @escaping (_ error: Int32) -> Void) {
+        guard path.pointee == 0x2F /* '/' */ else { return nil }
         self.init(channel: IOChannel(type: type.channelType,
-                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode)),
+                                     descriptor: IODescriptor(path: path, oflag: oflag, mode: UInt32(mode),
+                                                              random: type == .random),
                                      cleanupQueue: queue, cleanupHandler: cleanupHandler))
     }
 
