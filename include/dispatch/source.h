@@ -77,7 +77,9 @@ DISPATCH_SOURCE_TYPE_DECL(proc);
  * @const DISPATCH_SOURCE_TYPE_READ
  * A descriptor (the handle) with data to read. Mask: 0. The data is the number of bytes
  * that can be read (0 at end of file or on an error: read(2) tells which); for a regular
- * file, which is always readable, the bytes from the file position to the end of the file.
+ * file, which is always readable, the bytes from the file position to the end of the file;
+ * for a listening socket, the connections waiting to be accepted (the exact count for TCP;
+ * 1 for other families, where Linux cannot tell; libdispatch on Linux reports 1 for all).
  * The handler runs again after it returns for as long as the descriptor stays readable.
  */
 #define DISPATCH_SOURCE_TYPE_READ (&_dispatch_source_type_read)
