@@ -3,10 +3,14 @@
 #include "CGrandCentralEvent.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <linux/sockios.h>
 #include <sys/epoll.h>
@@ -118,14 +122,36 @@ int gc_descriptor_close(int fd) {
 
 uint64_t gc_descriptor_readable_bytes(int fd) {
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    bool known = fstat(fd, &st) == 0;
+    if (known && S_ISREG(st.st_mode)) {
         off_t position = lseek(fd, 0, SEEK_CUR);
         if (position < 0 || position >= st.st_size) return 0;
         return (uint64_t)(st.st_size - position);
     }
     int available = 0;
-    if (ioctl(fd, FIONREAD, &available) == 0 && available > 0) return (uint64_t)available;
+    if (ioctl(fd, FIONREAD, &available) == 0) return available > 0 ? (uint64_t)available : 0;
+    // FIONREAD fails (EINVAL) on a listening socket; its data is the pending connections.
+    if (known && S_ISSOCK(st.st_mode)) return gc_listening_socket_backlog(fd);
     return 0;
+}
+
+uint64_t gc_listening_socket_backlog(int fd) {
+    int listening = 0, protocol = 0;
+    socklen_t length = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening) return 0;
+    length = sizeof protocol;
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &length) == 0 && protocol == IPPROTO_TCP) {
+        // On a listening TCP socket Linux reports the accept queue's length in tcpi_unacked
+        // (and its limit in tcpi_sacked).
+        struct tcp_info info;
+        length = sizeof info;
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+            length >= offsetof(struct tcp_info, tcpi_unacked) + sizeof info.tcpi_unacked) {
+            return info.tcpi_unacked;
+        }
+    }
+    // Other families (Unix-domain, ...) cannot tell: the socket is readable, so at least one.
+    return 1;
 }
 
 uint64_t gc_descriptor_writable_bytes(int fd) {

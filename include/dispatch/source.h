@@ -77,7 +77,9 @@ DISPATCH_SOURCE_TYPE_DECL(proc);
  * @const DISPATCH_SOURCE_TYPE_READ
  * A descriptor (the handle) with data to read. Mask: 0. The data is the number of bytes
  * that can be read (0 at end of file or on an error: read(2) tells which); for a regular
- * file, which is always readable, the bytes from the file position to the end of the file.
+ * file, which is always readable, the bytes from the file position to the end of the file;
+ * for a listening socket, the connections waiting to be accepted (the exact count for TCP;
+ * 1 for other families, where Linux cannot tell; libdispatch on Linux reports 1 for all).
  * The handler runs again after it returns for as long as the descriptor stays readable.
  */
 #define DISPATCH_SOURCE_TYPE_READ (&_dispatch_source_type_read)
@@ -108,8 +110,8 @@ DISPATCH_SOURCE_TYPE_DECL(signal);
 
 /*!
  * @const DISPATCH_SOURCE_TYPE_TIMER
- * A timer, scheduled with dispatch_source_set_timer(). Handle: ignored. Mask: 0 or
- * DISPATCH_TIMER_STRICT. The data is the number of fires since the handler last ran.
+ * A timer, scheduled with dispatch_source_set_timer(). Handle: 0 (see
+ * dispatch_source_create). Mask: 0 or DISPATCH_TIMER_STRICT. The data is the number of fires since the handler last ran.
  */
 #define DISPATCH_SOURCE_TYPE_TIMER (&_dispatch_source_type_timer)
 DISPATCH_SOURCE_TYPE_DECL(timer);
@@ -176,8 +178,24 @@ typedef unsigned long dispatch_source_timer_flags_t;
  * @function dispatch_source_create
  * Creates an inactive source of `type` on `handle` with `mask`, whose handlers run on
  * `queue` (NULL: the default-priority global queue). Returns NULL when the type does not
- * accept the handle or the mask (a negative descriptor, a signal out of range, mask bits
- * the type does not define).
+ * accept the handle or the mask, by this table (libdispatch's rules on Linux, checked
+ * against it; PROC and VNODE, which it lacks there, follow the same pattern):
+ *
+ *   type                  handle accepted              mask accepted
+ *   DATA_ADD, DATA_OR,    0                            0
+ *     DATA_REPLACE
+ *   READ, WRITE           0 ... INT_MAX (a descriptor;  0
+ *                         not checked for being open)
+ *   SIGNAL                1 ... 64                     0
+ *   TIMER                 0 ... 3 (1, 2, 3 are         0, DISPATCH_TIMER_STRICT, 0x2
+ *                         libdispatch's private clock  (libdispatch's private
+ *                         ids; here they act as 0:     BACKGROUND, no effect), 0x3
+ *                         the start time picks the
+ *                         clock)
+ *   PROC                  1 ... INT_MAX (a pid)        any of DISPATCH_PROC_*
+ *   VNODE                 0 ... INT_MAX (a descriptor) any of DISPATCH_VNODE_*
+ *
+ * Any other handle or mask bit gives NULL (so does a type that is not a source type).
  */
 DISPATCH_EXPORT DISPATCH_MALLOC DISPATCH_RETURNS_RETAINED DISPATCH_WARN_RESULT
 DISPATCH_NOTHROW

@@ -70,8 +70,13 @@ int gc_timerfd_drain(int fd);
 
 /// What a read source reports for descriptor `fd`: the bytes that can be read without
 /// blocking (FIONREAD), for a regular file the bytes from the file position to the end,
-/// 0 when neither can be told (end of file, /dev/null, a descriptor in error).
+/// for a listening socket its pending connections (gc_listening_socket_backlog), 0 when
+/// none of these can be told (end of file, /dev/null, a descriptor in error).
 uint64_t gc_descriptor_readable_bytes(int fd);
+/// The connections waiting to be accepted on listening socket `fd`: the accept queue's
+/// length for TCP (TCP_INFO), 1 for other families (Linux cannot tell; called when the
+/// socket is readable, so one at least is pending), 0 when `fd` is not listening.
+uint64_t gc_listening_socket_backlog(int fd);
 /// What a write source reports for `fd`: an estimate of the buffer space (a pipe's
 /// capacity minus what it holds, a socket's send buffer minus what is queued), 1 when it
 /// cannot be told but the descriptor is writable.

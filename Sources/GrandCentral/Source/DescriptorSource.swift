@@ -16,7 +16,10 @@ import Glibc
 ///
 /// Data: a read source reports the bytes readable (0 at end of file or on an error: the
 /// handler finds out which with read(2)); on a regular file, which epoll cannot watch and
-/// which is therefore always ready, the bytes from the file position to the end. A write
+/// which is therefore always ready, the bytes from the file position to the end; on a
+/// listening socket the connections waiting to be accepted (the accept queue's length for
+/// TCP, as kqueue reports it; 1 for other families, which cannot tell — libdispatch on
+/// Linux reports 1 for every listening socket), so an accept loop may trust it. A write
 /// source reports an estimate of the buffer space. The library never closes the caller's
 /// descriptor.
 ///

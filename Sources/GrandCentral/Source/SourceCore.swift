@@ -424,12 +424,24 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     }
 
     /// Runs on the target queue; owns ENQUEUED and one retain of the core.
+    ///
+    /// No handler starts while the target, or a queue above it in its target chain, is
+    /// suspended: before each handler the drain looks up the chain (`targetChainIsSuspended`)
+    /// and, if one is suspended, keeps the lock and the retain and puts its node back on the
+    /// target (`park`). Events that arrive meanwhile only merge into `pendingData` (ENQUEUED
+    /// is held, so they schedule nothing), and the node delivers them all at once when it
+    /// runs again, after the resume. Checking once when the drain starts would not do: a
+    /// handler may suspend its own target, and the drain runs up to `drainBudget` handlers.
     fileprivate func drain() {
         var budget = SourceCore.drainBudget
         while true {
             while true {
                 let s = SourceState(state.load(ordering: .acquiring))
-                if s.isSuspended { break }
+                guard s.hasWork else { break }
+                // After the load of the state: an event merged after a dispatch_suspend
+                // returned was seen through PENDING, whose seq-cst store follows the suspend
+                // in the merger's order, so this load sees the suspension.
+                if targetChainIsSuspended() { return park() }
                 if s.has(SourceState.registration) {
                     state.bitwiseAnd(~SourceState.registration, ordering: .sequentiallyConsistent)
                     if !s.has(SourceState.cancelled) { invoke(handler(.registration)) }
@@ -462,6 +474,31 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             if tryUnlockDrain() { break }
         }
         Unmanaged.passUnretained(self).release()
+    }
+
+    /// Whether the target queue or a queue above it is suspended (or inactive). Every queue
+    /// keeps its replaced targets alive, so the walk never reads a freed queue.
+    private func targetChainIsSuspended() -> Bool {
+        var queue = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: targetBits.load(ordering: .acquiring))!)
+        while true {
+            let (suspended, next) = queue._withUnsafeGuaranteedRef {
+                (QueueState($0.state.load(ordering: .sequentiallyConsistent)).isSuspended, $0.unmanagedTarget)
+            }
+            if suspended { return true }
+            guard let next else { return false }
+            queue = next
+        }
+    }
+
+    /// Puts the drain's node back on the target, keeping the lock and the retain: the
+    /// drain continues when the target runs it again. A suspended target keeps the node
+    /// until its resume. When only a queue above the target is suspended, the target's
+    /// running drain may pop the node again at once; each such pop costs a state load per
+    /// level, and the target's drain yields to its own (suspended) target within its budget,
+    /// where the node then waits.
+    private func park() {
+        let raw = Unmanaged.passUnretained(self).toOpaque()
+        target.enqueue(sourceDrainTrampoline, raw)
     }
 
     /// Clears ENQUEUED; returns false (the lock taken back) when work arrived meanwhile.

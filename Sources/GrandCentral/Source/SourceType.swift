@@ -4,12 +4,14 @@ import Glibc
 /// which monitor watches for its events.
 ///
 /// Validation follows libdispatch on Linux, observed: `dispatch_source_create` returns NULL
-/// when the handle or mask makes no sense for the type. Data sources take handle 0 and mask
-/// 0; read and write sources a descriptor (0 ... INT32_MAX; a closed descriptor is accepted
-/// and reports an error later) with mask 0; signal sources a signal number 1 ... 64 with
-/// mask 0; timers any handle and a mask within STRICT | WALL_CLOCK (libdispatch's private
-/// 0x2 is accepted and ignored); process sources a pid above 0 and a mask within
-/// EXIT | FORK | EXEC | SIGNAL; vnode sources a descriptor and a mask within the
+/// when the handle or mask makes no sense for the type (the table in source.h, tested row
+/// by row in ctests/source_create.c). Data sources take handle 0 and mask 0; read and write
+/// sources a descriptor (0 ... INT32_MAX; a closed descriptor is accepted and reports an
+/// error later) with mask 0; signal sources a signal number 1 ... 64 with mask 0; timers
+/// handle 0 ... 3 (libdispatch's private clock ids are 1, 2 and 3: uptime, monotonic,
+/// wall; here every timer takes its clock from its start time, as with 0) and a mask within STRICT | 0x2 (libdispatch's
+/// private BACKGROUND, accepted and ignored); process sources a pid above 0 and a mask
+/// within EXIT | FORK | EXEC | SIGNAL; vnode sources a descriptor and a mask within the
 /// DISPATCH_VNODE_* bits.
 enum SourceType: Int, Sendable {
     case dataAdd = 0, dataOr, dataReplace, read, write, signal, timer, process, vnode
@@ -30,7 +32,10 @@ enum SourceType: Int, Sendable {
 
     // libdispatch's mask bits (source.h).
     static let timerStrict: UInt = 0x1
-    static let timerWallClock: UInt = 0x2
+    /// libdispatch's private DISPATCH_TIMER_BACKGROUND: accepted, no effect here.
+    static let timerBackground: UInt = 0x2
+    /// libdispatch takes 1, 2 and 3 as clock ids (private); anything above is not a timer.
+    static let timerLargestHandle: UInt = 3
     static let processExit: UInt = 0x8000_0000
     static let processFork: UInt = 0x4000_0000
     static let processExec: UInt = 0x2000_0000
@@ -54,7 +59,8 @@ enum SourceType: Int, Sendable {
         case .signal:
             return handle >= 1 && handle <= 64 && mask == 0
         case .timer:
-            return mask & ~(SourceType.timerStrict | SourceType.timerWallClock) == 0
+            return handle <= SourceType.timerLargestHandle
+                && mask & ~(SourceType.timerStrict | SourceType.timerBackground) == 0
         case .process:
             let all = SourceType.processExit | SourceType.processFork | SourceType.processExec | SourceType.processSignal
             return handle >= 1 && handle <= UInt(Int32.max) && mask & ~all == 0
