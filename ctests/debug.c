@@ -30,6 +30,11 @@ static void debug_others(void *context) {
     dispatch_debug(semaphore, "semaphore %s", "message");
 }
 
+static void debug_main_queue(void *context) {
+    (void)context;
+    dispatch_debug(dispatch_get_main_queue(), "main");
+}
+
 static int count_lines(const char *text) {
     int lines = 0;
     for (const char *p = text; *p; p++) lines += *p == '\n';
@@ -72,6 +77,19 @@ int main(void) {
     CHECKF(count_lines(output) == 2, "expected two lines, got: \"%s\"", output);
     CHECK(strstr(output, "group message") != NULL);
     CHECK(strstr(output, "semaphore message") != NULL);
+
+    check_section("the main queue's line names the target libdispatch reports");
+    // libdispatch targets the main queue at the default-QoS overcommit root (its line
+    // reads `target = com.apple.root.default-qos.overcommit[0x…]`; ours quotes the label).
+    capture_stderr(debug_main_queue, NULL, output, sizeof output);
+    printf("   %s", output);
+    expect_one_line(output, "com.apple.main-thread", "main");
+    const char *target = strstr(output, "target = ");
+    CHECKF(target != NULL, "the main queue's line names no target: \"%s\"", output);
+    target += strlen("target = ");
+    if (*target == '"') target++;
+    CHECKF(strncmp(target, "com.apple.root.default-qos.overcommit", strlen("com.apple.root.default-qos.overcommit")) == 0,
+           "the main queue's target is not com.apple.root.default-qos.overcommit: \"%s\"", output);
 
     check_section("the queue still works afterwards");
     dispatch_sync_f(queue, NULL, noop_function);

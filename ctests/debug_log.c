@@ -174,7 +174,7 @@ static void check_descriptions(void) {
     EXPECT_DESCRIPTION(dispatch_get_main_queue(), "queue",
                        "label = \"com.apple.main-thread\", refcount = global, width = serial, "
                        "suspended = 0, inactive = false, running = 0, "
-                       "target = \"com.apple.root.user-interactive-qos.overcommit\"");
+                       "target = \"com.apple.root.default-qos.overcommit\"");
 
     check_section("dispatch_debug: groups");
     dispatch_group_t group = dispatch_group_create();

@@ -7,9 +7,11 @@ extension DispatchQueue {
     public class var main: DispatchQueue { mainQueue }
 }
 
-/// The main queue: serial, drained on the main thread (see `MainQueueDriver`).
+/// The main queue: serial, drained on the main thread (see `MainQueueDriver`). Its target
+/// is the default-QoS overcommit root, the one libdispatch gives it (and reports in
+/// `dispatch_debug`); its items never run there, the main thread drains it.
 let mainQueue = DispatchQueue(role: .main, label: "com.apple.main-thread", attributes: .serial,
-                              target: RootQueues.queue(qos: .userInteractive, overcommit: true))
+                              target: RootQueues.queue(qos: .default, overcommit: true))
 
 /// Drives the main queue: whoever owns the main thread must drain it.
 ///

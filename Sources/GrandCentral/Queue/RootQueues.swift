@@ -107,14 +107,16 @@ enum RootQueues {
 
 /// A root queue: its items are popped by the pool's workers directly (it has no target).
 ///
-/// Counters, overcommit roots only (the pool's policy needs to know how many of their
-/// items wait; the non-overcommit roots' hot path, `dispatch_async` onto a global queue,
-/// pays nothing for them):
-/// - `pushes`: items ever pushed. Any producer adds 1 (relaxed RMW) before linking its
-///   item, so `pushes - pops` never undercounts what is linked.
-/// - `pops`: items ever popped. Written only by the worker holding `rootPopLock` (a plain
-///   load and store, no RMW), read by the monitor. Relaxed: the monitor wants an estimate
-///   and a change to compare, never a happens-before edge.
+/// Counters:
+/// - `pushes`, overcommit roots only: items ever pushed. Any producer adds 1 (relaxed RMW)
+///   before linking its item, so `pushes - pops` never undercounts what is linked. (The
+///   pool's policy needs to know how many overcommit items wait; the non-overcommit roots'
+///   hot path, `dispatch_async` onto a global queue, pays no RMW for it.)
+/// - `pops`, every root: items ever popped. Written only by the worker holding
+///   `rootPopLock` (a plain load and store, no RMW, on the line the lock just brought in),
+///   read by the monitor, which tells from it whether a root is served at all (overcommit
+///   starvation, and a root left waiting behind higher-QoS roots). Relaxed: the monitor
+///   wants an estimate and a change to compare, never a happens-before edge.
 final class RootQueue: DispatchQueue, @unchecked Sendable {
     let overcommit: Bool
     let pushes = Atomic<UInt64>(0)
@@ -170,7 +172,7 @@ final class RootQueue: DispatchQueue, @unchecked Sendable {
     @inline(__always)
     private func popLocked() -> Continuation? {
         let node = items.pop()
-        if overcommit && node != nil { pops.store(pops.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
+        if node != nil { pops.store(pops.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
         return node
     }
 }

@@ -23,7 +23,14 @@ import Synchronization
 /// priority-inheritance mutex such as Swift's `Mutex`; told apart by the futex operation in
 /// /proc/self/task/<tid>/syscall) only after `lockStalledSamples` (~20 ms): see below.
 /// Workers in the library's own waits (`BlockingRegion`) are blocked after two samples
-/// whatever they wait on.
+/// whatever they wait on. A worker on the same item that used a little CPU, less than
+/// 1/`nappingShare` of the time since the last sample, for two samples is *napping* (short
+/// sleeps between short bursts of work) and is judged as a stalled one is, by what it is
+/// doing at the sample: asleep, not runnable and not waiting for a lock, it is blocked too.
+/// (Without this, four items looping on `usleep(200)` and a merge into a data source held
+/// both threads of a 2-CPU pool for as long as they ran, and the source's drain, queued
+/// behind them on the same global queue, never ran: each used a little CPU every tick, so
+/// it counted as running.)
 ///
 /// What it adds, each tick (nothing while a thread it or a producer started has not yet
 /// looked for work — `ThreadPool.starting` — so one slow `pthread_create` is not answered
@@ -42,6 +49,14 @@ import Synchronization
 ///    to three ticks; 200 items that each usleep 20 ms finish in ~0.1 s (libdispatch
 ///    adds one thread a second: ~1.3 s).
 ///
+/// 3. A root left waiting behind higher ones: if a root has had items and no pop for
+///    `waitingBehindTicks` ticks while a root above it had work (items, or pops), the next
+///    worker that looks for work takes one item from it first (`ThreadPool.favoredRoot`;
+///    the highest such root, one item per decision). Workers take the highest QoS first, so
+///    a default queue kept full of sleeping items would otherwise leave a utility queue's
+///    items waiting for ever however many threads rules 1 and 2 add; libdispatch gives each
+///    QoS its own threads on Linux and runs them.
+///
 /// Why this does not snowball (the reason the old monitor waited a whole second before it
 /// counted a worker blocked in `futex`). Under allocation-heavy load — 200,000 serial
 /// queues created on one thread and freed on workers (`bench` queue_cycle) — workers queue
@@ -59,7 +74,9 @@ import Synchronization
 /// 20 ms for lock waits, and only while no worker progresses: under ThreadSanitizer every
 /// `static let` access in a debug build takes a global PI lock (`swift_once`'s slow
 /// path), and with a 20 ms rule alone the test suite's stress tests still convoyed the
-/// pool to its limit.
+/// pool to its limit. A napping worker (rule above) is judged by the same lock test: a
+/// convoy waiter that uses a little CPU each tick is asleep in a lock wait at the sample,
+/// or runnable, and is not counted as blocked.
 ///
 /// Rejected alternatives:
 /// - "Not runnable at two samples a tick apart" (the previous rule) counts a convoy
@@ -80,8 +97,9 @@ import Synchronization
 ///
 /// Cost: while it watches and work is waiting, one `clock_gettime` of a thread CPU clock
 /// per busy worker per tick, plus a /proc read per long-stalled one while its answer is
-/// needed; nothing per item on any hot path (one relaxed counter per push onto, and per
-/// pop from, an overcommit root).
+/// needed; nothing per item on any hot path but relaxed counters: one per push onto an
+/// overcommit root, one per pop from any root (a plain store under the pop lock), and one
+/// relaxed load of `favoredRoot` per look for work.
 final class StarvationMonitor: @unchecked Sendable {
     let tick: Int64 = 1_000_000
     /// Consecutive samples a tick apart with no progress before the monitor acts: a
@@ -97,6 +115,16 @@ final class StarvationMonitor: @unchecked Sendable {
     /// lock within that, or some worker (the holder) is getting somewhere; a mutex held by
     /// a thread that waits for queued work leaves every worker stalled.
     let lockStalledSamples = 20
+    /// A worker on the same item that used less than 1/`nappingShare` of the time since the
+    /// last sample on a CPU, for `stalledSamplesToBlock` samples, is *napping* (a loop of
+    /// short sleeps: `usleep(200)` and a little work uses ~5%) unless the kernel lists it as
+    /// runnable or it waits for a lock: it counts as blocked. 1/8: a computing worker on a
+    /// CPU shared with another process still gets more than that, and is runnable when it
+    /// does not.
+    let nappingShare: Int64 = 8
+    /// Ticks a root must be left waiting, with a higher-QoS root busy, before the next
+    /// worker looking for work is sent to it (`ThreadPool.favoredRoot`).
+    let waitingBehindTicks = 2
     /// Quiet ticks before the monitor goes back to sleep.
     let quietTicksBeforeSleep = 10
     /// Ticks while nothing starves but some worker is busy, only to name long-running
@@ -220,6 +248,7 @@ final class StarvationMonitor: @unchecked Sendable {
             }
             if dozing { gc_word_store(parked, 0) }
             quietTicks = 0
+            favorRootWaitingBehind(pool)
             let overcommitPops = RootQueues.overcommitPops()
             unservedTicks = overcommitPops != lastOvercommitPops ? 0 : unservedTicks + 1
             lastOvercommitPops = overcommitPops
@@ -250,6 +279,41 @@ final class StarvationMonitor: @unchecked Sendable {
         }
     }
 
+    /// Items popped from each root (`scanOrder` order) at the last tick that looked, and
+    /// for how many ticks since each root has had items and none was popped.
+    private var rootPopsSeen = [UInt64](repeating: 0, count: RootQueues.all.count)
+    private var rootWaitingTicks = [Int](repeating: 0, count: RootQueues.all.count)
+
+    /// Rule 3 (see the type's comment): finds the highest-QoS root that has had items and
+    /// no pop for `waitingBehindTicks` ticks while a root above it had work, and sends the
+    /// next worker that looks for work to it (`ThreadPool.favoredRoot`).
+    private func favorRootWaitingBehind(_ pool: ThreadPool) {
+        var workAbove = false
+        var chosen = -1
+        for (i, root) in pool.scanOrder.enumerated() {
+            let (empty, pops) = root._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.pops.load(ordering: .relaxed)) }
+            let served = pops != rootPopsSeen[i]
+            rootPopsSeen[i] = pops
+            if empty || served {
+                rootWaitingTicks[i] = 0
+            } else {
+                rootWaitingTicks[i] += 1
+                if workAbove && chosen < 0 && rootWaitingTicks[i] >= waitingBehindTicks {
+                    chosen = i
+                    rootWaitingTicks[i] = 0
+                }
+            }
+            if !empty || served { workAbove = true }
+        }
+        if chosen >= 0 {
+            pool.favoredRoot.store(chosen, ordering: .relaxed)
+            if pool.debug {
+                DebugLog.pool("root \(DebugLog.rootName(index: pool.scanOrder.count - 1 - chosen)) waited behind "
+                    + "higher-QoS work for \(waitingBehindTicks) ticks: the next free worker takes its item")
+            }
+        }
+    }
+
     /// What the workers are doing since the last sample (see the type's comment).
     struct Survey {
         /// Workers on the same item as at the last sample that are computing (used at least
@@ -269,6 +333,7 @@ final class StarvationMonitor: @unchecked Sendable {
         /// Some busy worker finished an item or used CPU since the last sample: if workers
         /// wait for a lock, its holder is getting somewhere (a convoy, not a deadlock).
         var anyWorkerProgressed = false
+        let now = Int64(bitPattern: gc_uptime_ns())
         for worker in pool.snapshotWorkers() {
             if !worker.busy.load(ordering: .relaxed) {
                 survey.constrainedRunning += 1  // between items: it will take one
@@ -278,12 +343,18 @@ final class StarvationMonitor: @unchecked Sendable {
             let cpu = worker.cpuTime()
             let sameItem = items == worker.itemsSeenByMonitor
             let cpuUsed = worker.cpuSeenByMonitor >= 0 && cpu >= 0 ? cpu - worker.cpuSeenByMonitor : -1
+            // The time the CPU figure covers: a tick, or more when samples were skipped.
+            let interval = max(tick, now - worker.cpuSampledAtByMonitor)
             worker.itemsSeenByMonitor = items
             worker.cpuSeenByMonitor = cpu
+            worker.cpuSampledAtByMonitor = now
             let overcommit = worker.servingOvercommit.load(ordering: .relaxed)
             if !sameItem || cpuUsed != 0 {
                 worker.stalledSamplesByMonitor = 0
                 anyWorkerProgressed = true
+            }
+            if !sameItem || cpuUsed <= 0 || cpuUsed * nappingShare >= interval {
+                worker.nappingSamplesByMonitor = 0
             }
             if !sameItem || cpuUsed < 0 {
                 if !overcommit { survey.constrainedRunning += 1 }
@@ -294,9 +365,20 @@ final class StarvationMonitor: @unchecked Sendable {
                 } else if !overcommit {
                     survey.constrainedRunning += 1
                 }
+            } else if cpuUsed * nappingShare < interval {
+                // Ran a little on the same item: napping (short sleeps between short bursts),
+                // or cycling through a lock convoy. After two such samples it is judged as a
+                // stalled worker is, by what it is doing now: asleep and not waiting for a
+                // lock means a napper, which holds its thread without using its CPU.
+                worker.nappingSamplesByMonitor += 1
+                if worker.nappingSamplesByMonitor >= stalledSamplesToBlock {
+                    stalled.append((worker, overcommit))
+                } else if !overcommit {
+                    survey.constrainedRunning += 1
+                }
             } else {
-                // Ran during the tick on the same item: computing, or cycling through a
-                // lock convoy (little CPU): only the former holds its thread for long.
+                // Ran a good part of the tick on the same item: computing (at least half a
+                // tick: it holds its thread for long), or between that and napping.
                 if cpuUsed >= tick / 2 { survey.stuck += 1 }
                 if !overcommit { survey.constrainedRunning += 1 }
             }

@@ -9,14 +9,23 @@ import Synchronization
 /// Roots. Two per QoS bucket (`RootQueues`): *overcommit* (serial queues, the main
 /// queue's target, `DISPATCH_QUEUE_OVERCOMMIT`) and *non-overcommit* (concurrent queues,
 /// `dispatch_get_global_queue(qos, 0)`). One pool of workers serves all twelve; a worker
-/// takes the highest-QoS item first, overcommit before non-overcommit within a bucket.
+/// takes the highest-QoS item first, overcommit before non-overcommit within a bucket —
+/// except that a root whose items the monitor saw wait two ticks with no pop while a root
+/// above it had work is *favored* (`favoredRoot`): the next worker that looks for work
+/// takes one item from it first. A lower-QoS root thus never waits for ever behind higher
+/// roots kept full (of sleepers, say: a `dispatch_apply` on the utility queue whose
+/// iterations wait for each other completes beside a default queue full of napping items,
+/// as under libdispatch, which gives every QoS its own threads on Linux).
 ///
 /// How many threads, as libdispatch promises:
 /// - Non-overcommit: about one *running* thread per CPU (`activeCPUs`, which respects
 ///   affinity and the cgroup quota). A worker blocked in the library's own waits says so
 ///   (`BlockingRegion` → `workerWillBlock`) and frees its CPU slot at once; a worker
 ///   blocked where the library cannot see (read, usleep, a mutex, a condition variable) is
-///   noticed by the monitor within a couple of milliseconds and replaced.
+///   noticed by the monitor within a couple of milliseconds and replaced. So is a worker
+///   that only *naps*: on one item, asleep, waking now and then for a little work (a loop
+///   of `usleep(200)` and a `dispatch_source_merge_data`) — it holds its thread but not its
+///   CPU, and the items behind it (that source's drain) get a thread.
 /// - Overcommit: an item waiting on an overcommit root gets a thread of its own within a
 ///   few milliseconds whenever no worker is idle, even if every worker is busy computing
 ///   or blocked. That is what lets 250 serial queues whose items wait for each other all
@@ -33,8 +42,9 @@ import Synchronization
 ///   as blocked), else pokes the monitor.
 /// - The monitor, every millisecond while work waits and no worker is idle, starts
 ///   threads for overcommit items when the overcommit roots have gone unserved for two
-///   samples, and replaces non-overcommit workers that are genuinely blocked (see `StarvationMonitor` for the
-///   rule and why it does not snowball under lock convoys).
+///   samples, replaces non-overcommit workers that are genuinely blocked or napping, and
+///   favors a root left waiting behind higher ones (see `StarvationMonitor` for the rules
+///   and why they do not snowball under lock convoys).
 ///
 /// When a thread is retired: a worker that finds no work spins briefly (`spinForWork`),
 /// then parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle
@@ -82,6 +92,11 @@ final class ThreadPool: @unchecked Sendable {
     let starting = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
+    /// The `scanOrder` index of a root the monitor found left waiting behind higher-QoS
+    /// roots (`StarvationMonitor`), or -1: the next worker that looks for work takes one
+    /// item from it first, and clears it. Relaxed: a hint; a worker that misses it takes the
+    /// highest item, as it would have, and the monitor sets it again two ticks later.
+    let favoredRoot = Atomic<Int>(-1)
     /// `DebugLog.enabled`, copied at init: the decision points test this field of the pool
     /// they hold, not a lazy global.
     let debug: Bool
@@ -221,10 +236,13 @@ final class ThreadPool: @unchecked Sendable {
     func unregister(_ worker: Worker) { workersLock.withLock { workers.removeAll { $0 === worker } } }
     func snapshotWorkers() -> [Worker] { workersLock.withLock { workers } }
 
-    /// Takes the next item, highest QoS first, and tells `worker` which flavour of root
-    /// it came from.
+    /// Takes the next item, highest QoS first (the root the monitor found left waiting
+    /// behind higher ones first of all: `favoredRoot`), and tells `worker` which flavour of
+    /// root it came from.
     @inline(__always)
     func findWork(for worker: Worker) -> Continuation? {
+        let favored = favoredRoot.load(ordering: .relaxed)
+        if favored >= 0, let node = takeFavored(favored, for: worker) { return node }
         for (i, queue) in scanOrder.enumerated() {
             let (node, overcommit) = queue._withUnsafeGuaranteedRef { ($0.popRoot(), $0.overcommit) }
             if let node {
@@ -234,6 +252,18 @@ final class ThreadPool: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// One item from the favored root (`scanOrder` index `favored`), which then stops
+    /// being favored: the monitor favors it again if it is left waiting again.
+    @inline(never)
+    func takeFavored(_ favored: Int, for worker: Worker) -> Continuation? {
+        _ = favoredRoot.compareExchange(expected: favored, desired: -1, ordering: .relaxed)
+        let (node, overcommit) = scanOrder[favored]._withUnsafeGuaranteedRef { ($0.popRoot(), $0.overcommit) }
+        guard let node else { return nil }
+        worker.servingOvercommit.store(overcommit, ordering: .relaxed)
+        worker.rootIndex.store(scanOrder.count - 1 - favored, ordering: .relaxed)
+        return node
     }
 
     @inline(__always)
@@ -268,8 +298,8 @@ final class ThreadPool: @unchecked Sendable {
 /// `rootIndex` (the root of the current or last item, index into `RootQueues.all`) and
 /// `runningQueue` (the queue being drained, or whose item runs; 0 if none) too, but stored
 /// releasing and loaded acquiring (ThreadNames).
-/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `stalledSamplesByMonitor`,
-/// `itemsSeenByNamer`, `itemSeenSince`.
+/// The monitor's alone: `itemsSeenByMonitor`, `cpuSeenByMonitor`, `cpuSampledAtByMonitor`,
+/// `stalledSamplesByMonitor`, `nappingSamplesByMonitor`, `itemsSeenByNamer`, `itemSeenSince`.
 /// `name`, under `nameLock`: the name the library last gave the thread; the lock is taken by
 /// the worker when it parks and by the monitor when it renames the worker (ThreadNames).
 final class Worker: @unchecked Sendable {
@@ -284,7 +314,10 @@ final class Worker: @unchecked Sendable {
     let cpuClock = Atomic<Int32>(0)
     var itemsSeenByMonitor: UInt64 = .max
     var cpuSeenByMonitor: Int64 = -1
+    /// When the monitor read `cpuSeenByMonitor` (uptime, ns).
+    var cpuSampledAtByMonitor: Int64 = 0
     var stalledSamplesByMonitor = 0
+    var nappingSamplesByMonitor = 0
     let rootIndex = Atomic<Int>(0)
     let runningQueue = Atomic<UInt>(0)
     /// Our own spin lock, not `Mutex`: the toolchain's Synchronization module is not built
