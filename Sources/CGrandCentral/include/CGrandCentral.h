@@ -201,7 +201,7 @@ void gc_closure_call_range(void *closure, long start, long end);
 // MARK: - Diagnostics
 
 /// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>\n" to stderr with one write(2)
-/// and aborts.
+/// and traps (SIGILL on x86-64, as libdispatch does).
 __attribute__((noreturn)) void gc_client_bug(const char *function, const char *what);
 /// Writes one line to stderr.
 void gc_write_stderr(const char *line);
