@@ -69,3 +69,15 @@ __attribute__((constructor)) static void gc_report_library(void) {
     }
     gc_write_stderr(buf);
 }
+
+int gc_is_this_image(const void *symbol) {
+    Dl_info mine, theirs;
+    if (!dladdr((void *)gc_is_this_image, &mine) || !dladdr(symbol, &theirs)) return 0;
+    return mine.dli_fbase == theirs.dli_fbase;
+}
+
+const char *gc_image_path(const void *symbol) {
+    Dl_info info;
+    if (!dladdr(symbol, &info) || !info.dli_fname) return "?";
+    return info.dli_fname;
+}

@@ -254,16 +254,11 @@ struct HostMainQueue {
     /// Whether `symbol` lies in the image this code was loaded from (the drop-in finds its
     /// own `dispatch_async_f` under libdispatch's soname).
     private static func isInThisImage(_ symbol: UnsafeMutableRawPointer) -> Bool {
-        var mine = Dl_info()
-        var theirs = Dl_info()
-        guard dladdr(#dsohandle, &mine) != 0, dladdr(symbol, &theirs) != 0 else { return false }
-        return mine.dli_fbase == theirs.dli_fbase
+        gc_is_this_image(symbol) != 0
     }
 
     private static func imagePath(_ symbol: UnsafeMutableRawPointer) -> String {
-        var info = Dl_info()
-        guard dladdr(symbol, &info) != 0, let name = info.dli_fname else { return "?" }
-        return String(cString: name)
+        String(cString: gc_image_path(symbol))
     }
 
     /// `found` is written once under `lookup` and read without it; the flag's release/acquire
