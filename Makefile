@@ -6,7 +6,8 @@
 #   make test      install, then: the man pages, the Swift API diff against Dispatch, swift
 #                  test (XCTest), the release-build allocation check, ctest (C tests), the
 #                  header matrix, the consumer checks (examples via pkg-config and CMake,
-#                  Swift examples, linkage), and the Debian package check
+#                  Swift examples, linkage), the drop-in check (scripts/check-dropin.sh)
+#                  and the Debian package check
 #   make package   build, then the Debian package build/libgrandcentral_<version>_<arch>.deb
 #   make demo      install, build and run every example, then the benchmark
 #   make bench     install, then bench/run.sh and the Swift rows, bench/run-swift.sh
@@ -35,7 +36,7 @@ step = @printf '\n==> %s\n' $(1)
 all: build
 
 help:
-	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@scripts/install-deps.sh
@@ -79,6 +80,8 @@ test: install
 	fi
 	$(call step,"consumer checks (pkg-config, CMake find_package, linkage)")
 	scripts/examples.sh check "$(PREFIX)"
+	$(call step,"drop-in: toolchain-built C and Swift programs on libdispatch and through grandcentral-run")
+	scripts/check-dropin.sh "$(PREFIX)"
 	$(call step,"Debian package (cpack -G DEB, dpkg -x, examples built against it)")
 	scripts/check-package.sh "$(BUILD_DIR)"
 	$(call step,"make test: everything passed")

@@ -14,7 +14,9 @@
 # The one it also needs, libswiftCore.so, is no Debian package's: the library's RUNPATH
 # names the Swift toolchain's runtime directory, so the toolchain has to be installed there
 # (the description says so). scripts/check-package.sh compares these claims with the
-# built library and fails when they drift.
+# built library and fails when they drift. The drop-in, lib/grandcentral/libdispatch.so,
+# needs the toolchain's libBlocksRuntime.so and Swift runtime, both found through its
+# RUNPATH (the toolchain's directory), so it adds no Depends.
 
 set(GC_PACKAGE_MAINTAINER "GrandCentral maintainers <maintainers@users.noreply.a-seed-858fed81.example>"
     CACHE STRING "Maintainer field of the Debian package")
@@ -52,7 +54,9 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "libgrandcentral.so gives C programs libdis
 queues, groups, semaphores, dispatch_once, timers and other sources, dispatch_data
 and dispatch_io, with _f forms for plain C and block forms for clang -fblocks.
 This one package holds the shared library, the headers, grandcentral.pc, the CMake
-package (find_package(GrandCentral)) and the man pages.
+package (find_package(GrandCentral)) and the man pages, and the drop-in:
+/usr/lib/grandcentral/libdispatch.so (GrandCentral under libdispatch's soname) with
+grandcentral-run, which runs an unchanged toolchain-built program on it.
 
 The library runs on the Swift runtime, which no Debian package provides: it looks
 for libswiftCore.so in ${GC_SWIFT_RUNTIME} (its RUNPATH), so

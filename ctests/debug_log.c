@@ -79,22 +79,27 @@ static void run_child(const char *value, char *output, size_t size) {
            value ? value : "<unset>", status, output);
 }
 
-/// Every line of `output` is a pool or timer debug line, and there is at least one of each.
+/// Every line of `output` is a pool, timer or library debug line, and there is at least one
+/// of each (the library line says which file the process runs GrandCentral from).
 static void expect_debug_lines(const char *output) {
-    static const char *const areas[] = {"GrandCentral: debug: pool: ", "GrandCentral: debug: timer: "};
-    bool seen[2] = {false, false};
+    static const char *const areas[] = {"GrandCentral: debug: pool: ", "GrandCentral: debug: timer: ",
+                                        "GrandCentral: debug: library: "};
+    bool seen[3] = {false, false, false};
     for (const char *line = output; *line;) {
         const char *end = strchr(line, '\n');
         CHECKF(end != NULL, "the last line is not terminated: \"%s\"", line);
         bool known = false;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
             if (strncmp(line, areas[i], strlen(areas[i])) == 0) known = seen[i] = true;
         }
-        CHECKF(known, "a line that is not a pool or timer debug line: \"%.*s\"", (int)(end - line), line);
+        CHECKF(known, "a line that is not a pool, timer or library debug line: \"%.*s\"", (int)(end - line), line);
         line = end + 1;
     }
     CHECKF(seen[0], "no \"%s\" line in:\n%s", areas[0], output);
     CHECKF(seen[1], "no \"%s\" line in:\n%s", areas[1], output);
+#ifndef GC_REFERENCE_LIBDISPATCH
+    CHECKF(seen[2], "no \"%s\" line in:\n%s", areas[2], output);
+#endif
 }
 
 // MARK: - dispatch_debug

@@ -42,7 +42,7 @@ symbols=$(nm -D --defined-only "$library") || { echo "exports: FAILED: nm -D can
 
 # Names GrandCentral's headers declare as functions, and _dispatch_* names libdispatch's
 # headers refer to.
-declared=$(cat "$include_dir"/dispatch/*.h | grep -oE '\bdispatch_[A-Za-z0-9_]+[[:space:]]*\(' \
+declared=$(cat "$include_dir"/dispatch/*.h | grep -oE '\b(lib|_)?dispatch_[A-Za-z0-9_]+[[:space:]]*\(' \
     | sed -E 's/[[:space:]]*\($//' | sort -u)
 referenced=$( {
     cat "$reference"/*.h | grep -oE '\b_dispatch_[A-Za-z0-9_]+' || true
@@ -57,7 +57,9 @@ while read -r _ type name; do
     [ -n "${name:-}" ] || continue
     case "$type" in
     T)
-        if [[ "$name" =~ ^dispatch_[A-Za-z0-9_]+$ ]] && grep -qxF "$name" <<<"$declared"; then
+        # The run loop's private calls (_dispatch_*_4CF, libdispatch_init) are declared in
+        # <dispatch/runloop_private.h>.
+        if [[ "$name" =~ ^(lib|_)?dispatch_[A-Za-z0-9_]+$ ]] && grep -qxF "$name" <<<"$declared"; then
             functions=$((functions + 1))
         else
             bad+=("$type $name (a function that is not a dispatch_* function of the public headers)")
@@ -81,6 +83,8 @@ while read -r _ type name; do
     # sources exist here (issue 8), under the names the header gives them.
     case "$name" in
     _dispatch_source_type_proc | _dispatch_source_type_vnode) continue ;;
+    # Built for Darwin only in libdispatch; here it returns the queue's eventfd.
+    _dispatch_runloop_root_queue_get_port_4CF) continue ;;
     esac
     if [ -n "$reference_names" ] && ! grep -qxF "$name" <<<"$reference_names"; then
         bad+=("$type $name (libdispatch.so does not export this name)")

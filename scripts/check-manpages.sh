@@ -5,7 +5,8 @@
 #      `MANPATH=PREFIX/share/man man -w 3 <name>` finds a file inside PREFIX;
 #   2. the page it finds documents it: the name is in that page's NAME or SYNOPSIS
 #      section (so a link to the wrong page fails);
-#   3. every installed page (and the dispatch(3) and grandcentral(7) pages are among them)
+#   3. every installed page (and the grandcentral-run(1), dispatch(3) and grandcentral(7)
+#      pages are among them)
 #      is clean under `mandoc -T lint -W warning` and `groff -ww -z -mandoc`;
 #   4. every link in man3/ points at a page that exists.
 #
@@ -75,7 +76,7 @@ fi
 # 3: lint every installed page (not the links: each is its page).
 lint_failures=0
 pages=0
-for page in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
+for page in "$mandir"/man1/*.1 "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
     [ -L "$page" ] && continue
     [ -f "$page" ] || continue
     pages=$((pages + 1))
@@ -90,7 +91,7 @@ for page in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
     fi
 done
 [ "$lint_failures" -eq 0 ] || fail "$lint_failures lint failure(s) in the installed pages"
-for required in man3/dispatch.3 man7/grandcentral.7; do
+for required in man1/grandcentral-run.1 man3/dispatch.3 man7/grandcentral.7; do
     [ -f "$mandir/$required" ] && [ ! -L "$mandir/$required" ] || fail "$mandir/$required is missing"
 done
 

@@ -201,8 +201,13 @@ void gc_closure_call_range(void *closure, long start, long end);
 // MARK: - Diagnostics
 
 /// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>\n" to stderr with one write(2)
-/// and aborts.
+/// and traps (SIGILL on x86-64, as libdispatch does).
 __attribute__((noreturn)) void gc_client_bug(const char *function, const char *what);
+/// 1 when `symbol` lies in the image (executable or shared library) this code was loaded
+/// from, by dladdr: the drop-in finds its own dispatch_async_f under libdispatch's soname.
+int gc_is_this_image(const void *symbol);
+/// The path of the image that holds `symbol` (dladdr), or "?".
+const char *gc_image_path(const void *symbol);
 /// Writes one line to stderr.
 void gc_write_stderr(const char *line);
 

@@ -25,6 +25,9 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         case root
         /// The main queue: drained by the main thread in `dispatch_main`.
         case main
+        /// A run loop's thread-bound queue (`RunLoopQueue`): drained one item at a time by
+        /// the thread that runs the loop.
+        case runloop
     }
 
     let role: Role
@@ -77,7 +80,7 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         self.state = Atomic(initial)
         self.usesWidth = Atomic(role == .concurrent)
         switch role {
-        case .serial, .main: self.width = Atomic(1)
+        case .serial, .main, .runloop: self.width = Atomic(1)
         case .concurrent: self.width = Atomic(Self.maximumWidth)
         case .root: self.width = Atomic(Self.maximumWidth)
         }
@@ -190,6 +193,10 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     final func scheduleDrain(retain: Bool) {
         if role == .main {
             MainQueueDriver.wake()
+            return
+        }
+        if role == .runloop {
+            unsafeDowncast(self, to: RunLoopQueue.self).poke()
             return
         }
         let node = ContinuationCache.make(drainTrampoline, Unmanaged.passUnretained(self).toOpaque(), .drainQueue)

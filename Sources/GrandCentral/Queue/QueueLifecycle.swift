@@ -44,6 +44,7 @@ extension DispatchQueue {
     /// since a producer may be pushing a drain node onto it right now.
     final func setTargetQueue(_ newTarget: DispatchQueue?, caller: StaticString) {
         if isGlobal { return }
+        if role == .runloop { clientBug(caller, "the target of a run loop's queue cannot be changed") }
         let target = newTarget ?? RootQueues.queue(qos: qosLevel, overcommit: role == .serial)
         var ancestor: DispatchQueue? = target
         while let a = ancestor {
@@ -61,7 +62,7 @@ extension DispatchQueue {
     /// `dispatch_queue_set_width` (private SPI): a positive width, or one of the CPU-count
     /// constants (-1 active CPUs, -2 physical, -3 logical).
     final func setWidth(_ requested: Int) {
-        if role == .root || role == .main { return }
+        if role == .root || role == .main || role == .runloop { return }
         let resolved: Int
         switch requested {
         case -1: resolved = ThreadPool.shared.activeCPUs
@@ -92,7 +93,7 @@ extension DispatchQueue {
         let s = QueueState(state.load(ordering: .relaxed))
         let widthText: String
         switch role {
-        case .serial, .main: widthText = isSerial ? "serial" : "\(width.load(ordering: .relaxed))"
+        case .serial, .main, .runloop: widthText = isSerial ? "serial" : "\(width.load(ordering: .relaxed))"
         case .concurrent, .root: widthText = "concurrent"
         }
         let target = targetQueue.map { DispatchObject.quoted($0.labelString) } ?? "none"

@@ -191,7 +191,7 @@ extension DispatchQueue {
     @inline(__always)
     final func syncInlineAcquire(barrier: Bool) -> SyncInline {
         if role == .root { return .root }
-        guard role != .main, let target = unmanagedTarget,
+        guard role != .main, role != .runloop, let target = unmanagedTarget,
               target._withUnsafeGuaranteedRef({ $0.role == .root }) else { return .none }
         let exclusive = barrier || isSerial
         guard trySyncAcquire(exclusive: exclusive) else { return .none }
@@ -237,9 +237,9 @@ extension DispatchQueue {
                 let previous = gc_held_enter_chain(call.pointee.innermost!, f)
                 call.pointee.function(call.pointee.context)
                 gc_held_restore(previous)
-            case .main:
-                // Retargeted onto the main queue while we climbed: its work belongs to the
-                // main thread.
+            case .main, .runloop:
+                // Retargeted onto the main queue (or a run loop's) while we climbed: its
+                // work belongs to the main thread (the loop's thread).
                 next.syncOnMainThread(call.pointee.function, call.pointee.context, barrier: false)
             case .serial, .concurrent:
                 next.syncClimb(exclusive: next.isSerial, call, inner: f)
@@ -248,11 +248,12 @@ extension DispatchQueue {
         syncRelease(exclusive: exclusive)
     }
 
-    /// True when this queue is the main queue or its target chain reaches it.
+    /// True when this queue is the main queue or its target chain reaches it (or a run
+    /// loop's queue: its work, too, runs on one thread, not the caller's).
     final var targetChainReachesMain: Bool {
         var queue: DispatchQueue? = self
         while let q = queue {
-            if q.role == .main { return true }
+            if q.role == .main || q.role == .runloop { return true }
             queue = q.targetQueue
         }
         return false

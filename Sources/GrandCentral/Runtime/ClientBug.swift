@@ -4,7 +4,8 @@ import CGrandCentral
 typealias DispatchFunction = @convention(c) (UnsafeMutableRawPointer?) -> Void
 
 /// Reports API misuse the way every GrandCentral entry point does: one line on stderr,
-/// `GrandCentral: BUG IN CLIENT: <function>: <what>`, then abort (DESIGN.md, hard rule 6).
+/// `GrandCentral: BUG IN CLIENT: <function>: <what>`, then a trap (SIGILL on x86-64, as
+/// libdispatch's client crashes; DESIGN.md, hard rule 6).
 @inline(never)
 func clientBug(_ function: StaticString, _ what: StaticString) -> Never {
     function.withUTF8Buffer { f in

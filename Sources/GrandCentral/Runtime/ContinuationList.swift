@@ -58,6 +58,11 @@ struct ContinuationList: ~Copyable {
     @inline(__always)
     var isEmpty: Bool { tail.load(ordering: .sequentiallyConsistent) == 0 }
 
+    /// The last node linked so far (0 when empty), for a drain that stops at what was there
+    /// when it began (`MainQueueDriver.runLoopDrain`). Only compared, never dereferenced.
+    @inline(__always)
+    var lastNode: UInt { tail.load(ordering: .sequentiallyConsistent) }
+
     /// Removes the first node. Only the drain owner calls this.
     @inline(__always)
     func pop() -> Continuation? {
