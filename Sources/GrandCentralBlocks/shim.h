@@ -22,6 +22,7 @@
 #define __GRANDCENTRAL_BUILDING__ 1
 
 #include <dispatch/dispatch.h>
+#include <dispatch/private.h>
 #include <Block.h>
 #include <stdbool.h>
 #include <stdio.h>
