@@ -60,6 +60,7 @@ GC_SOURCE_TYPE(signal, 5);
 GC_SOURCE_TYPE(timer, 6);
 GC_SOURCE_TYPE(proc, 7);
 GC_SOURCE_TYPE(vnode, 8);
+GC_SOURCE_TYPE(interval, 9);   // libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (private.h)
 
 // DISPATCH_DATA_DESTRUCTOR_NONE (private.h): like _FREE and _MUNMAP, a marker compared by
 // value: the data object refers to the caller's buffer, neither copies nor frees it.

@@ -95,4 +95,66 @@ dispatch_data_t
 dispatch_data_create_with_transform(dispatch_data_t data, dispatch_data_format_type_t input,
 		dispatch_data_format_type_t output);
 
+/* MARK: Sources (sources beyond source.h) */
+
+/* A timer every `handle` milliseconds (or, with DISPATCH_INTERVAL_UI_ANIMATION in the mask,
+ * every `handle` frames of 1/60 s), armed when created, firing on multiples of the interval
+ * of the uptime clock (every interval source of the same interval fires in phase); the
+ * default leeway is half the interval (one frame for animation). dispatch_source_set_timer
+ * on it takes start DISPATCH_TIME_NOW or DISPATCH_TIME_FOREVER, the interval in the
+ * source's unit, and a leeway in thousandths of the interval (0...1000) or ~0 for the
+ * default. dispatch_source_get_handle returns 1 and dispatch_source_get_mask the mask with
+ * 0x10 added, as libdispatch's do. */
+#define DISPATCH_SOURCE_TYPE_INTERVAL (&_dispatch_source_type_interval)
+DISPATCH_SOURCE_TYPE_DECL(interval);
+#define DISPATCH_INTERVAL_UI_ANIMATION 0x20
+
+/*!
+ * @function dispatch_source_cancel_and_wait
+ * Cancels `source` and returns once the cancellation is complete: no handler of the
+ * source is running or will run again. The source must have no cancel handler, must not
+ * be suspended, and must not be the source whose handler is calling (each is a client bug);
+ * an inactive source is cancelled and activated without waiting.
+ */
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_source_cancel_and_wait(dispatch_source_t source);
+
+/* What dispatch_source_get_extended_data() fills in: the data of the event being handled
+ * (dispatch_source_get_data) and a status, which is 0 for every source type on Linux. */
+typedef struct dispatch_source_extended_data_s {
+	unsigned long data;
+	unsigned long status;
+} *dispatch_source_extended_data_t;
+
+/*!
+ * @function dispatch_source_get_extended_data
+ * Stores the fields of struct dispatch_source_extended_data_s that fit in `size` bytes at
+ * `data`, zeroes any bytes past the struct, and returns min(size, sizeof the struct).
+ */
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+size_t
+dispatch_source_get_extended_data(dispatch_source_t source,
+		dispatch_source_extended_data_t data, size_t size);
+
+/*!
+ * @function dispatch_source_set_mandatory_cancel_handler
+ * Sets the cancel handler, like dispatch_source_set_cancel_handler(), and makes it
+ * mandatory: releasing the source's last reference before cancelling it is a client bug.
+ */
+#ifdef __BLOCKS__
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_source_set_mandatory_cancel_handler(dispatch_source_t source, dispatch_block_t handler);
+#endif
+
+/*!
+ * @function dispatch_source_set_mandatory_cancel_handler_f
+ * dispatch_source_set_mandatory_cancel_handler() with a function, called with the
+ * source's context.
+ */
+DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
+void
+dispatch_source_set_mandatory_cancel_handler_f(dispatch_source_t source, dispatch_function_t handler);
+
 #endif /* __DISPATCH_PRIVATE__ */
