@@ -20,6 +20,9 @@ dispatch_data_t dispatch_data_create(const void *buffer, size_t size, dispatch_q
 	if (destructor == DISPATCH_DATA_DESTRUCTOR_MUNMAP) {
 		return dispatch_data_create_f(buffer, size, queue, DISPATCH_DATA_DESTRUCTOR_MUNMAP_F);
 	}
+	if (destructor == DISPATCH_DATA_DESTRUCTOR_NONE) {
+		return dispatch_data_create_f(buffer, size, queue, DISPATCH_DATA_DESTRUCTOR_NONE_F);
+	}
 	void *copy = gc_block_copy(destructor, "dispatch_data_create");
 	return _gc_data_create_with_destructor(buffer, size, queue, gc_block_invoke_and_release, copy);
 }

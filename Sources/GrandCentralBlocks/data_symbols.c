@@ -60,3 +60,30 @@ GC_SOURCE_TYPE(signal, 5);
 GC_SOURCE_TYPE(timer, 6);
 GC_SOURCE_TYPE(proc, 7);
 GC_SOURCE_TYPE(vnode, 8);
+GC_SOURCE_TYPE(interval, 9);   // libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (private.h)
+
+// DISPATCH_DATA_DESTRUCTOR_NONE (private.h): like _FREE and _MUNMAP, a marker compared by
+// value: the data object refers to the caller's buffer, neither copies nor frees it.
+const dispatch_block_t _dispatch_data_destructor_none = ^{
+	gc_client_bug("DISPATCH_DATA_DESTRUCTOR_NONE", "the destructor marker was called");
+};
+
+// DISPATCH_DATA_FORMAT_TYPE_* (private.h) are the addresses of these, read by
+// dispatch_data_create_with_transform like the source types above: a magic word ("GCDF")
+// and the kind (DataFormat's raw value in GrandCentral/Data/DataTransform.swift). 40 bytes,
+// the size of libdispatch's objects, so a copy relocation in an executable fits.
+struct dispatch_data_format_type_s {
+	unsigned int magic;
+	unsigned int kind;
+	unsigned char reserved[32];
+};
+#define GC_DATA_FORMAT(name, kind) \
+	const struct dispatch_data_format_type_s _dispatch_data_format_type_##name = { 0x47434446u, kind, {0} }
+GC_DATA_FORMAT(none, 0);
+GC_DATA_FORMAT(utf8, 1);
+GC_DATA_FORMAT(utf16le, 2);
+GC_DATA_FORMAT(utf16be, 3);
+GC_DATA_FORMAT(utf_any, 4);
+GC_DATA_FORMAT(base32, 5);
+GC_DATA_FORMAT(base32hex, 6);
+GC_DATA_FORMAT(base64, 7);

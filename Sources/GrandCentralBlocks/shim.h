@@ -22,6 +22,7 @@
 #define __GRANDCENTRAL_BUILDING__ 1
 
 #include <dispatch/dispatch.h>
+#include <dispatch/private.h>
 #include <Block.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -157,5 +158,7 @@ void gc_group_notify_flags_f(dispatch_group_t group, dispatch_queue_t queue, voi
 /// run by `invoke`, released by `dispose`; NULL clears it (GrandCentralExports/Source.swift).
 void gc_source_set_block_handler(dispatch_source_t source, int kind, void *block,
 		dispatch_function_t invoke, dispatch_function_t dispose, const char *function);
+/// Exports/Source.swift: marks a source's cancel handler mandatory (set next).
+void gc_source_mark_mandatory_cancel(dispatch_source_t source);
 
 #endif // GRANDCENTRAL_BLOCKS_SHIM_H

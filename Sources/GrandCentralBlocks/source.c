@@ -29,3 +29,9 @@ void dispatch_source_set_registration_handler(dispatch_source_t source, dispatch
 {
 	gc_source_set_block(source, 2, handler, "dispatch_source_set_registration_handler");
 }
+
+void dispatch_source_set_mandatory_cancel_handler(dispatch_source_t source, dispatch_block_t handler)
+{
+	gc_source_mark_mandatory_cancel(source);
+	gc_source_set_block(source, 1, handler, "dispatch_source_set_mandatory_cancel_handler");
+}

@@ -27,6 +27,7 @@ private func dataDestructor(_ buffer: UnsafeRawPointer?, _ queueHandle: UnsafeMu
     let bits = unsafeBitCast(destructor, to: UnsafeRawPointer.self)
     if bits == gc_data_destructor_free_value() { return .free }
     if bits == gc_data_destructor_munmap_value() { return .munmap }
+    if bits == gc_data_destructor_none_value() { return DataDestructor.none }
     let queue = queueHandle.map { GrandCentral.queue($0, function).takeUnretainedValue() }
     return .function(destructor, UnsafeMutableRawPointer(mutating: buffer), queue)
 }
@@ -111,4 +112,42 @@ public func dispatch_data_copy_region(_ handle: UnsafeMutableRawPointer?, _ loca
         offsetPointer.pointee = offset
         return dataHandle(region)
     }
+}
+
+// MARK: Private calls (private.h)
+
+@_cdecl("dispatch_data_create_alloc")
+public func dispatch_data_create_alloc(_ size: UInt,
+                                       _ bufferPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>?)
+    -> UnsafeMutableRawPointer {
+    // As libdispatch: size 0 gives dispatch_data_empty and a NULL buffer.
+    guard size > 0 else {
+        bufferPointer?.pointee = nil
+        return gc_data_empty_symbol()
+    }
+    guard let buffer = malloc(Int(clamping: size)) else { outOfMemory() }
+    bufferPointer?.pointee = buffer
+    return dataHandle(DataObject.make(bytes: buffer, size: Int(clamping: size), destructor: .free))
+}
+
+/// `dispatch_data_format_type_t` handles are the addresses of the
+/// `_dispatch_data_format_type_*` objects (data_symbols.c): `{ magic "GCDF", kind }`.
+private let dataFormatMagic: UInt32 = 0x4743_4446  // "GCDF"
+
+private func dataFormat(_ type: UnsafeRawPointer?, _ what: StaticString) -> DataFormat {
+    guard let type else { clientBug("dispatch_data_create_with_transform", what) }
+    guard type.load(as: UInt32.self) == dataFormatMagic,
+          let format = DataFormat(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else {
+        clientBug("dispatch_data_create_with_transform", "not a DISPATCH_DATA_FORMAT_TYPE_* value")
+    }
+    return format
+}
+
+@_cdecl("dispatch_data_create_with_transform")
+public func dispatch_data_create_with_transform(_ handle: UnsafeMutableRawPointer?, _ input: UnsafeRawPointer?,
+                                                _ output: UnsafeRawPointer?) -> UnsafeMutableRawPointer? {
+    let data = dataObject(handle, "dispatch_data_create_with_transform")
+    let from = dataFormat(input, "input format is NULL")
+    let to = dataFormat(output, "output format is NULL")
+    return DataObject.transform(data, from: from, to: to).map(dataHandle)
 }

@@ -1,4 +1,5 @@
 import CGrandCentral
+import Glibc
 
 // Sources (source.h).
 
@@ -20,6 +21,10 @@ public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ 
           let kind = SourceType(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else { return nil }
     let target = q.map { queue($0, "dispatch_source_create").takeUnretainedValue() }
     guard let made = SourceCore.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
+    if kind == .interval {
+        made.setIntervalTimer(start: DispatchClock.now, interval: UInt64(handle), leeway: ~0,
+                              caller: "dispatch_source_create")
+    }
     return retainedHandle(made)
 }
 
@@ -79,12 +84,16 @@ public func dispatch_source_testcancel(_ s: UnsafeMutableRawPointer?) -> Int {
 
 @_cdecl("dispatch_source_get_handle")
 public func dispatch_source_get_handle(_ s: UnsafeMutableRawPointer?) -> UInt {
-    source(s, "dispatch_source_get_handle")._withUnsafeGuaranteedRef { $0.handle }
+    source(s, "dispatch_source_get_handle")._withUnsafeGuaranteedRef {
+        $0.type == .interval ? SourceCore.intervalHandle : $0.handle
+    }
 }
 
 @_cdecl("dispatch_source_get_mask")
 public func dispatch_source_get_mask(_ s: UnsafeMutableRawPointer?) -> UInt {
-    source(s, "dispatch_source_get_mask")._withUnsafeGuaranteedRef { $0.mask }
+    source(s, "dispatch_source_get_mask")._withUnsafeGuaranteedRef {
+        $0.type == .interval ? $0.mask | SourceCore.intervalMaskFlag : $0.mask
+    }
 }
 
 @_cdecl("dispatch_source_get_data")
@@ -100,6 +109,56 @@ public func dispatch_source_merge_data(_ s: UnsafeMutableRawPointer?, _ value: U
 @_cdecl("dispatch_source_set_timer")
 public func dispatch_source_set_timer(_ s: UnsafeMutableRawPointer?, _ start: UInt64, _ interval: UInt64, _ leeway: UInt64) {
     source(s, "dispatch_source_set_timer")._withUnsafeGuaranteedRef {
-        $0.setTimer(start: start, interval: interval, leeway: leeway, caller: "dispatch_source_set_timer")
+        if $0.type == .interval {
+            $0.setIntervalTimer(start: start, interval: interval, leeway: leeway, caller: "dispatch_source_set_timer")
+        } else {
+            $0.setTimer(start: start, interval: interval, leeway: leeway, caller: "dispatch_source_set_timer")
+        }
+    }
+}
+
+// MARK: Private calls (private.h)
+
+@_cdecl("dispatch_source_cancel_and_wait")
+public func dispatch_source_cancel_and_wait(_ s: UnsafeMutableRawPointer?) {
+    source(s, "dispatch_source_cancel_and_wait")._withUnsafeGuaranteedRef {
+        $0.cancelAndWait(caller: "dispatch_source_cancel_and_wait")
+    }
+}
+
+/// `struct dispatch_source_extended_data_s { unsigned long data, status; }`. No source
+/// kind on Linux has an extended status (libdispatch's are Mach and kevent ones), so
+/// status is 0. As libdispatch: fields that fit in `size` are written, bytes past the
+/// struct are zeroed, and the result is min(size, sizeof(struct)).
+@_cdecl("dispatch_source_get_extended_data")
+public func dispatch_source_get_extended_data(_ s: UnsafeMutableRawPointer?, _ edata: UnsafeMutableRawPointer?,
+                                              _ size: Int) -> Int {
+    let data = source(s, "dispatch_source_get_extended_data")._withUnsafeGuaranteedRef {
+        $0.deliveredData.load(ordering: .acquiring)
+    }
+    let word = MemoryLayout<UInt>.size
+    guard size > 0 else { return 0 }
+    guard let edata else { clientBug("dispatch_source_get_extended_data", "edata is NULL") }
+    if size >= word { edata.storeBytes(of: data, as: UInt.self) }
+    if size >= 2 * word { edata.storeBytes(of: 0, toByteOffset: word, as: UInt.self) }
+    if size > 2 * word { memset(edata + 2 * word, 0, size - 2 * word) }
+    return min(size, 2 * word)
+}
+
+@_cdecl("dispatch_source_set_mandatory_cancel_handler_f")
+public func dispatch_source_set_mandatory_cancel_handler_f(_ s: UnsafeMutableRawPointer?,
+                                                           _ handler: dispatch_function_t?) {
+    source(s, "dispatch_source_set_mandatory_cancel_handler_f")._withUnsafeGuaranteedRef {
+        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
+    }
+    setFunctionHandler(s, .cancel, handler, "dispatch_source_set_mandatory_cancel_handler_f")
+}
+
+/// The block form's first half (GrandCentralBlocks/source.c sets the handler itself).
+/// Local to the library (the version script).
+@_cdecl("gc_source_mark_mandatory_cancel")
+public func gc_source_mark_mandatory_cancel(_ s: UnsafeMutableRawPointer?) {
+    source(s, "dispatch_source_set_mandatory_cancel_handler")._withUnsafeGuaranteedRef {
+        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
     }
 }

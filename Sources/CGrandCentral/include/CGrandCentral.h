@@ -184,6 +184,10 @@ static inline const void *gc_data_destructor_free_value(void) {
 static inline const void *gc_data_destructor_munmap_value(void) {
     return &_dispatch_data_destructor_munmap ? _dispatch_data_destructor_munmap : NULL;
 }
+extern void *const _dispatch_data_destructor_none __attribute__((weak));
+static inline const void *gc_data_destructor_none_value(void) {
+    return &_dispatch_data_destructor_none ? _dispatch_data_destructor_none : NULL;
+}
 
 /// Arranges (once per thread) for the thread's continuation cache to be freed when the
 /// thread exits, so threads that come and go do not leak their caches.

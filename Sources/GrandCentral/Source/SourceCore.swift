@@ -110,6 +110,14 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     let deliveredData = Atomic<UInt>(0)
     /// The target queue, an unmanaged retained reference (never 0 after init).
     let targetBits = Atomic<UInt>(0)
+    /// Set by dispatch_source_set_mandatory_cancel_handler(_f): releasing the source before
+    /// it is cancelled is a client bug. Written by the client before activation.
+    let hasMandatoryCancel = Atomic<Bool>(false)
+    /// The kernel thread id of the thread running one of this source's handlers, or 0:
+    /// lets dispatch_source_cancel_and_wait recognise a call from inside a handler (which
+    /// would wait for itself). Stored and cleared only by the drain (relaxed: the only
+    /// reader that acts on it is the very thread that stored its own id).
+    let handlerThread = Atomic<Int32>(0)
     /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
     private var retiredTargets: [DispatchQueue] = []
 
@@ -152,6 +160,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// timer stops firing), and lives on only until its monitor has stopped.
     override func externalRefsDidReachZero() {
         let s = SourceState(state.load(ordering: .acquiring))
+        if hasMandatoryCancel.load(ordering: .relaxed) && !s.has(SourceState.cancelled) {
+            clientBug("dispatch_release", "release of a source that has a mandatory cancel handler and was not cancelled")
+        }
         if s.has(SourceState.inactive) { clientBug("dispatch_release", "release of an inactive object") }
         if s.suspendCount > 0 { clientBug("dispatch_release", "release of a suspended object") }
         cancel(runCancelHandler: false)
@@ -222,11 +233,47 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// handler's context alive until the call returns.
     @inline(__always)
     private func invoke(_ handler: StoredHandler) {
+        if case .none = handler { return }
+        handlerThread.store(gc_thread_id(), ordering: .relaxed)
         switch handler {
-        case .none: return
+        case .none: break
         case .sourceContext(let function): function(context)
         case .object(let object): object.function(object.usesSourceContext ? context : object.context)
         }
+        handlerThread.store(0, ordering: .relaxed)
+    }
+
+    /// `dispatch_source_cancel_and_wait`: cancels, then returns once the cancellation is
+    /// complete: the monitor has stopped and no handler of the source is running or will
+    /// run again. As in libdispatch: a source with a cancel handler, a suspended source, or
+    /// a call from one of the source's own handlers is a client bug; an inactive source is
+    /// cancelled and activated (it never registered, so there is nothing to wait for).
+    ///
+    /// The wait polls the state word with a growing sleep (10 µs up to 1 ms): CANCEL_DONE
+    /// is set by the source's drain on its target queue, which has no waiter to wake, and a
+    /// cancel completes within one drain of the target. Rejected: a private cancel handler
+    /// that signals the waiter (it races with a drain that already found no handler).
+    func cancelAndWait(caller: StaticString) {
+        if case .none = handler(.cancel) {} else { clientBug(caller, "source has a cancel handler") }
+        let s = SourceState(state.load(ordering: .acquiring))
+        if s.has(SourceState.inactive) && s.suspendCount == 0 {
+            cancel()
+            activateObject()
+            return
+        }
+        if s.suspendCount > 0 { clientBug(caller, "source is suspended") }
+        if handlerThread.load(ordering: .relaxed) == gc_thread_id() {
+            clientBug(caller, "called from a handler of the source")
+        }
+        cancel()
+        var pause: Int = 10_000
+        BlockingRegion.enter()
+        while !SourceState(state.load(ordering: .acquiring)).has(SourceState.cancelDone) {
+            var request = timespec(tv_sec: 0, tv_nsec: pause)
+            nanosleep(&request, nil)
+            pause = min(pause * 2, 1_000_000)
+        }
+        BlockingRegion.leave()
     }
 
     // MARK: Lifecycle (any thread)

@@ -12,9 +12,13 @@ import Glibc
 /// wall; here every timer takes its clock from its start time, as with 0) and a mask within STRICT | 0x2 (libdispatch's
 /// private BACKGROUND, accepted and ignored); process sources a pid above 0 and a mask
 /// within EXIT | FORK | EXEC | SIGNAL; vnode sources a descriptor and a mask within the
-/// DISPATCH_VNODE_* bits.
+/// DISPATCH_VNODE_* bits; interval sources an interval of at least 1 and a mask within
+/// STRICT | DISPATCH_INTERVAL_UI_ANIMATION.
 enum SourceType: Int, Sendable {
     case dataAdd = 0, dataOr, dataReplace, read, write, signal, timer, process, vnode
+    /// libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (IntervalSource.swift): a timer
+    /// every `handle` milliseconds (or 1/60 s frames), phase-aligned on the uptime clock.
+    case interval
 
     var name: String {
         switch self {
@@ -27,6 +31,7 @@ enum SourceType: Int, Sendable {
         case .timer: return "timer"
         case .process: return "proc"
         case .vnode: return "vnode"
+        case .interval: return "interval"
         }
     }
 
@@ -48,6 +53,8 @@ enum SourceType: Int, Sendable {
     static let vnodeRename: UInt = 0x20
     static let vnodeRevoke: UInt = 0x40
     static let vnodeFunlock: UInt = 0x100
+    /// DISPATCH_INTERVAL_UI_ANIMATION: an interval source counts 1/60 s frames.
+    static let intervalAnimation: UInt = 0x20
 
     /// Whether `dispatch_source_create` accepts this handle and mask.
     func accepts(handle: UInt, mask: UInt) -> Bool {
@@ -69,6 +76,8 @@ enum SourceType: Int, Sendable {
                 | SourceType.vnodeAttrib | SourceType.vnodeLink | SourceType.vnodeRename
                 | SourceType.vnodeRevoke | SourceType.vnodeFunlock
             return handle <= UInt(Int32.max) && mask & ~all == 0
+        case .interval:
+            return handle >= 1 && mask & ~(SourceType.timerStrict | SourceType.intervalAnimation) == 0
         }
     }
 
@@ -81,7 +90,7 @@ enum SourceType: Int, Sendable {
         case .dataAdd, .dataOr, .dataReplace: return dataSourceMonitor
         case .read: return DescriptorMonitor(interest: .read)
         case .write: return DescriptorMonitor(interest: .write)
-        case .timer: return SourceTimer(source: source)
+        case .timer, .interval: return SourceTimer(source: source)
         case .signal: return SignalMonitor()
         case .process: return ProcessMonitor()
         case .vnode: return VnodeMonitor()
