@@ -10,7 +10,8 @@
 #                  and the Debian package check
 #   make package   build, then the Debian package build/libgrandcentral_<version>_<arch>.deb
 #   make demo      install, build and run every example, then the benchmark
-#   make bench     install, then bench/run.sh and the Swift rows, bench/run-swift.sh
+#   make bench     install, then bench/run.sh, the Swift rows (bench/run-swift.sh) and the
+#                  drop-in rows (bench/run-dropin.sh: one Swift binary on each libdispatch.so)
 #                  (BENCH_ARGS=--quick for a faster pass)
 #   make sanitize  swift test under TSan and ASan, C tests against an ASan build
 #   make clean     remove build output (build/, prefix/, .build/, bench/out/)
@@ -29,7 +30,8 @@ BENCH_ARGS ?=
 SHELL       := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
-run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS) && bench/run-swift.sh $(BENCH_ARGS)
+run_bench = PREFIX="$(PREFIX)" bench/run.sh $(BENCH_ARGS) && bench/run-swift.sh $(BENCH_ARGS) \
+    && PREFIX="$(PREFIX)" bench/run-dropin.sh $(BENCH_ARGS)
 step = @printf '\n==> %s\n' $(1)
 
 .PHONY: all deps build install package test demo bench sanitize clean help
