@@ -8,13 +8,18 @@
 // dispatch_suspend; another thread right after its dispatch_suspend returned, at a moment
 // when no event is pending, so no handler can already be on its way) and clears it just
 // before dispatch_resume. A handler that finds it set started while the queue was
-// suspended. The target queue is kept busy by a loader thread throughout.
+// suspended. The data sections keep the target queue busy with a loader thread.
+//
+// Sections: the handler suspends its target (data 100,000 rounds, timer, read, signal) or
+// the queue above it (data); another thread suspends the target or the queue above it
+// (data). `source_suspend 17` runs sections 1 and 7 only.
 #include "check.h"
 
 #define DATA_ROUNDS 100000
 #define OUTSIDE_ROUNDS 20000
 #define TIMER_ROUNDS 300
 #define READ_ROUNDS 2000
+#define SIGNAL_ROUNDS 300
 
 typedef struct {
     dispatch_source_t source;
@@ -23,6 +28,7 @@ typedef struct {
     bool reads_pipe;                // a read source: the handler drains the pipe
     int read_fd;
     uint64_t handler_busy_ns;       // time the handler takes (timers: longer than the interval)
+    uint64_t tail_ns;               // time it takes after telling the main thread (3 us if 0)
     atomic_int suspended;
     atomic_long violations;
     atomic_long calls;
@@ -30,6 +36,7 @@ typedef struct {
     atomic_ulong last;              // the data of the latest call
     atomic_ulong bytes_read;
     atomic_long cancels;
+    atomic_long registered;
 } probe_t;
 
 static void probe_event(void *context) {
@@ -59,7 +66,12 @@ static void probe_event(void *context) {
     // the handler does not), while this handler is still on its way out: a drain that
     // delivers them before looking at the queue again is seen.
     atomic_fetch_add(&probe->calls, 1);
-    busy_wait_ns(3000);
+    busy_wait_ns(probe->tail_ns ? probe->tail_ns : 3000);
+}
+
+static void probe_registered(void *context) {
+    probe_t *probe = context;
+    atomic_fetch_add(&probe->registered, 1);
 }
 
 static void probe_cancelled(void *context) {
@@ -85,6 +97,19 @@ static void probe_cancelled(void *context) {
 #define REFERENCE_TOLERATES(violations, rounds) \
     CHECKF((violations) <= (rounds) / 100, "%ld calls while suspended", (long)(violations))
 #endif
+
+/// SPIN_UNTIL for `probe->calls`, failing at once when a handler ran on the suspended queue
+/// (such a call may have taken the events the awaited call would have delivered).
+#define SPIN_UNTIL_CALLS(probe, target) \
+    do { \
+        uint64_t spin_deadline_ = now_ns() + 20000000000ull; \
+        while (atomic_load(&(probe)->calls) < (long)(target)) { \
+            CHECKF(atomic_load(&(probe)->violations) == 0, "a handler ran while its queue was suspended"); \
+            CHECKF(now_ns() < spin_deadline_, "timed out: %ld handler calls of %ld", \
+                   atomic_load(&(probe)->calls), (long)(target)); \
+            sched_yield(); \
+        } \
+    } while (0)
 
 // MARK: - Load: another thread keeps the target queue busy
 
@@ -246,7 +271,7 @@ static void handler_suspends_timer(void) {
     dispatch_activate(probe.source);
     unsigned long most = 0;
     for (long round = 0; round < TIMER_ROUNDS; round++) {
-        SPIN_UNTIL(&probe.calls, round + 1);
+        SPIN_UNTIL_CALLS(&probe, round + 1);
         unsigned long data = atomic_load(&probe.last);
         CHECKF(data >= 1, "round %ld: timer data %lu", round, data);
         if (data > most) most = data;
@@ -254,7 +279,7 @@ static void handler_suspends_timer(void) {
         atomic_store(&probe.suspended, 0);
         dispatch_resume(chain.target);
     }
-    SPIN_UNTIL(&probe.calls, TIMER_ROUNDS + 1);
+    SPIN_UNTIL_CALLS(&probe, TIMER_ROUNDS + 1);
     printf("   %d rounds: %ld handler calls while suspended, most fires in one call %lu\n", TIMER_ROUNDS,
            atomic_load(&probe.violations), most);
     CHECK_EQ(atomic_load(&probe.violations), 0);
@@ -280,7 +305,7 @@ static void handler_suspends_read(void) {
     unsigned long written = 1;
     CHECK(write(fds[1], "x", 1) == 1);
     for (long round = 0; round < READ_ROUNDS; round++) {
-        SPIN_UNTIL(&probe.calls, round + 1);
+        SPIN_UNTIL_CALLS(&probe, round + 1);
         CHECKF(atomic_load(&probe.last) >= 1, "round %ld: read data %lu", round, atomic_load(&probe.last));
         int bytes = (int)(round % 5) + 1;
         for (int i = 0; i < bytes; i++) CHECK(write(fds[1], "y", 1) == 1);
@@ -288,13 +313,46 @@ static void handler_suspends_read(void) {
         atomic_store(&probe.suspended, 0);
         dispatch_resume(chain.target);
     }
-    SPIN_UNTIL(&probe.calls, READ_ROUNDS + 1);
+    SPIN_UNTIL_CALLS(&probe, READ_ROUNDS + 1);
     printf("   %d rounds: %ld handler calls while suspended\n", READ_ROUNDS, atomic_load(&probe.violations));
     CHECK_EQ(atomic_load(&probe.violations), 0);
     CHECK_EQ(atomic_load(&probe.bytes_read), written);
     probe_finish(&probe, true);
     close(fds[0]);
     close(fds[1]);
+}
+
+/// A signal source whose handler suspends its target: signals sent while the queue is
+/// suspended are reported (counted; the kernel merges a pending one) after the resume.
+static void handler_suspends_signal(void) {
+    check_section("7 a signal source whose handler suspends its target queue");
+    chain_t chain = make_chain();
+    probe_t probe;
+    probe_init(&probe, DISPATCH_SOURCE_TYPE_SIGNAL, SIGUSR2, chain.target, chain.target, true);
+    probe.tail_ns = 2000000;  // the signals reach the source while the handler is still running
+    // libdispatch installs its signal handling after dispatch_activate returns: a signal
+    // sent before the registration handler ran would kill the process there.
+    dispatch_source_set_registration_handler_f(probe.source, probe_registered);
+    dispatch_activate(probe.source);
+    SPIN_UNTIL(&probe.registered, 1);
+    unsigned long sent = 1;
+    CHECK(kill(getpid(), SIGUSR2) == 0);
+    for (long round = 0; round < SIGNAL_ROUNDS; round++) {
+        SPIN_UNTIL_CALLS(&probe, round + 1);
+        CHECKF(atomic_load(&probe.last) >= 1, "round %ld: signal data %lu", round, atomic_load(&probe.last));
+        for (int i = 0; i < 3; i++) CHECK(kill(getpid(), SIGUSR2) == 0);
+        sent += 3;
+        sleep_ms(3);  // past the handler's tail: the signals reached the source meanwhile
+        atomic_store(&probe.suspended, 0);
+        dispatch_resume(chain.target);
+    }
+    SPIN_UNTIL_CALLS(&probe, SIGNAL_ROUNDS + 1);
+    printf("   %d rounds: %ld handler calls while suspended, %lu signals counted of %lu sent\n", SIGNAL_ROUNDS,
+           atomic_load(&probe.violations), atomic_load(&probe.delivered), sent);
+    CHECK_EQ(atomic_load(&probe.violations), 0);
+    CHECK(atomic_load(&probe.delivered) <= sent);
+    probe_finish(&probe, true);
+    release_chain(chain);
 }
 
 // MARK: - Another thread suspends the queue
@@ -360,6 +418,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, '4')) handler_suspends_read();
     if (wanted(argc, argv, '5')) outside_suspends_data("5 another thread suspends the target queue", false);
     if (wanted(argc, argv, '6')) outside_suspends_data("6 another thread suspends the queue above the target", true);
+    if (wanted(argc, argv, '7')) handler_suspends_signal();
     check_pass();
     return 0;
 }
