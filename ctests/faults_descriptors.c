@@ -14,8 +14,9 @@
 //
 // Each case runs in a fresh child (fault_child.h). Against the reference libdispatch
 // (GC_REFERENCE_LIBDISPATCH) the process and vnode cases are compiled out (libdispatch on
-// Linux has no such sources), and a cold case that dies is reported, not failed: libdispatch
-// makes its epoll on first use, and dies there (see README, limits).
+// Linux has no such sources), and the cases marked `reference_dies` are reported, not
+// failed: libdispatch makes its epoll on first use and dies there (SIGILL) when the table
+// is full (seen: timers-cold, signal-source, read-source, io; timers-warm passes).
 #include "check.h"
 #include "fault_child.h"
 
@@ -33,6 +34,8 @@ void dispatch_read_f(dispatch_fd_t fd, size_t length, dispatch_queue_t queue, vo
 		dispatch_io_convenience_handler_function_t handler);
 void dispatch_write_f(dispatch_fd_t fd, dispatch_data_t data, dispatch_queue_t queue, void *context,
 		dispatch_io_convenience_handler_function_t handler);
+dispatch_data_t dispatch_data_create_f(const void *buffer, size_t size, dispatch_queue_t queue,
+		dispatch_function_t destructor);
 #endif
 
 /// The soft descriptor limit the cases lower the process to before filling it.
@@ -252,7 +255,8 @@ static int case_io(void) {
     io_result_t wrote, read;
     io_result_init(&wrote);
     io_result_init(&read);
-    dispatch_data_t data = dispatch_data_create("hello", 5, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    static char hello[] = "hello";
+    dispatch_data_t data = dispatch_data_create_f(hello, 5, NULL, NULL);  // NULL: copied
     dispatch_write_f(fds[1], data, global(), &wrote, convenience_handler);
     dispatch_release(data);
     CHECKF(latch_wait(&wrote.done, 10), "dispatch_write at the limit never called its handler");
@@ -279,12 +283,12 @@ static const fault_case_t cases[] = {
     {"timers-cold", case_timers_cold, true},
     {"timers-warm", case_timers_warm, false},
     {"signal-source", case_signal_source, true},
-    {"read-source", case_read_source, false},
+    {"read-source", case_read_source, true},
 #ifndef GC_REFERENCE_LIBDISPATCH
     {"process-source", case_process_source, false},
     {"vnode-source", case_vnode_source, false},
 #endif
-    {"io", case_io, false},
+    {"io", case_io, true},
 };
 
 int main(int argc, char **argv) {

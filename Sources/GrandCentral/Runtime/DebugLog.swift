@@ -38,6 +38,9 @@ enum DebugLog {
     /// Writes `GrandCentral: debug: timer: <message>`.
     static func timer(_ message: String) { write("timer", message) }
 
+    /// Writes `GrandCentral: debug: source: <message>`.
+    static func source(_ message: String) { write("source", message) }
+
     private static func write(_ area: StaticString, _ message: String) {
         let line = "GrandCentral: debug: \(area): \(message)\n"
         line.withCString { gc_write_stderr($0) }
