@@ -97,6 +97,10 @@ final class EventLoop: @unchecked Sendable {
     /// The event thread's kernel thread id, 0 until it has blocked every signal (see
     /// EventLoopSignals.swift). Stored once by the event thread.
     let kernelThreadID = Atomic<Int32>(0)
+    /// The event thread was created (set once, by `startThread`).
+    private let threadStarted = Atomic<Bool>(false)
+    /// A `startThread` is in progress.
+    private let threadStarting = Atomic<Bool>(false)
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -153,10 +157,35 @@ final class EventLoop: @unchecked Sendable {
         reservedSignalDescriptor = reserved[Int(GC_RESERVED_SIGNAL)]
         _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, wakeupDescriptor, GC_POLL_IN,
                                             EventLoop.internalData(wakeupDescriptor)), "epoll_ctl")
-        let started = gc_thread_create({ raw in
+        // A failed start is retried (ThreadStartFailures): by every wakeup request and by
+        // the next worker start. Commands wait in the inboxes until the thread runs.
+        _ = ensureThread()
+    }
+
+    /// Starts the event thread unless it runs; returns whether it runs. Any thread.
+    @inline(__always)
+    func ensureThread() -> Bool {
+        if threadStarted.load(ordering: .acquiring) { return true }
+        return startThread()
+    }
+
+    @inline(never)
+    private func startThread() -> Bool {
+        // One starter at a time; one that finds another starting leaves it to that one.
+        if threadStarting.exchange(true, ordering: .acquiring) { return false }
+        defer { threadStarting.store(false, ordering: .releasing) }
+        if threadStarted.load(ordering: .acquiring) { return true }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let error = gc_thread_create({ raw in
             Unmanaged<EventLoop>.fromOpaque(raw!).takeUnretainedValue().run()
-        }, Unmanaged.passRetained(self).toOpaque(), ThreadNames.event)
-        if started != 0 { EventLoop.systemFailure("pthread_create", -started) }
+        }, context, ThreadNames.event)
+        if error != 0 {
+            Unmanaged<EventLoop>.fromOpaque(context).release()
+            if debug { DebugLog.timer("could not start the event thread: pthread_create: \(String(cString: strerror(error))); retrying at the next request") }
+            return false
+        }
+        threadStarted.store(true, ordering: .releasing)
+        return true
     }
 
     // MARK: - Timers
@@ -320,6 +349,8 @@ final class EventLoop: @unchecked Sendable {
         if !wakeupPending.exchange(true, ordering: .sequentiallyConsistent) {
             _ = gc_eventfd_signal(wakeupDescriptor)
         }
+        // Not started yet (pthread_create failed): try again; the eventfd stays readable.
+        if !threadStarted.load(ordering: .relaxed) { _ = startThread() }
     }
 
     // MARK: - The loop (event thread only from here on)
@@ -329,8 +360,10 @@ final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<gc_poll_event_t>.allocate(capacity: Int(capacity))
         blockSignalsOnEventThread()
         eventThread.store(pthread_self(), ordering: .relaxed)
+        var timeout: Int32 = -1
+        var backoff: Int32 = 1
         while true {
-            let count = gc_poll_wait(poll, events, capacity, -1)
+            let count = gc_poll_wait(poll, events, capacity, timeout)
             if count < 0 {
                 if count == -EINTR { continue }
                 EventLoop.systemFailure("epoll_wait", count)
@@ -363,6 +396,7 @@ final class EventLoop: @unchecked Sendable {
                 drainInboxes()
             }
             if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
+            timeout = serveWhileWorkersCannotStart(backoff: &backoff)
         }
     }
 
