@@ -27,6 +27,13 @@ else
   done
 fi
 
+# The fault tests' LD_PRELOAD shims (fault_child.h), built once into $out.
+for shim in "$here"/shim_*.c; do
+  [ -e "$shim" ] || continue
+  "$clang" -shared -fPIC -O2 -std=c11 "$shim" -o "$out/$(basename "$shim" .c).so" -ldl -pthread
+done
+export GC_SHIM_DIR="$out"
+
 passed=0
 failed=()
 # Process and vnode sources do not exist in libdispatch on Linux (their source types are

@@ -183,3 +183,66 @@ uint64_t gc_descriptor_identity(int fd) {
     uint64_t identity = (uint64_t)st.st_ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)st.st_dev;
     return identity ? identity : 1;
 }
+
+// MARK: - The event loop's descriptors, made when the library is loaded
+
+#include <signal.h>
+#include <sys/signalfd.h>
+
+static int32_t gc_reserved[GC_RESERVED_COUNT] = { -1, -1, -1, -1, -1, -1 };
+static pid_t gc_reserved_pid;
+static bool gc_reserved_taken;
+
+/// Makes the descriptors that are still missing (-1 or a negative errno): the epoll
+/// instance, the wakeup eventfd, a timerfd per clock and an empty signalfd, each but the
+/// epoll and the eventfd registered with the epoll (generation 0: data is the descriptor).
+static void gc_reserve_missing(void) {
+    if (gc_reserved[GC_RESERVED_POLL] < 0) gc_reserved[GC_RESERVED_POLL] = gc_poll_create();
+    if (gc_reserved[GC_RESERVED_WAKEUP] < 0) gc_reserved[GC_RESERVED_WAKEUP] = gc_eventfd_create();
+    int poll = gc_reserved[GC_RESERVED_POLL];
+    for (int slot = GC_RESERVED_TIMER_UPTIME; slot < GC_RESERVED_COUNT; slot++) {
+        if (gc_reserved[slot] >= 0) continue;
+        if (poll < 0) {
+            gc_reserved[slot] = poll;  // nothing to register it with: try again at the take
+            continue;
+        }
+        int fd;
+        if (slot == GC_RESERVED_SIGNAL) {
+            sigset_t none;
+            sigemptyset(&none);
+            fd = signalfd(-1, &none, SFD_NONBLOCK | SFD_CLOEXEC);
+            if (fd < 0) fd = -errno;
+        } else {
+            fd = gc_timerfd_create(slot - GC_RESERVED_TIMER_UPTIME);
+        }
+        if (fd >= 0) {
+            int rc = gc_poll_control(poll, GC_POLL_ADD, fd, GC_POLL_IN, (uint64_t)(uint32_t)fd);
+            if (rc < 0) {
+                close(fd);
+                fd = rc;
+            }
+        }
+        gc_reserved[slot] = fd;
+    }
+    gc_reserved_pid = getpid();
+}
+
+__attribute__((constructor)) static void gc_reserve_at_load(void) { gc_reserve_missing(); }
+
+void gc_event_take_reserved(int32_t *descriptors) {
+    if (gc_reserved_taken) {
+        for (int slot = 0; slot < GC_RESERVED_COUNT; slot++) descriptors[slot] = -EBUSY;
+        return;
+    }
+    gc_reserved_taken = true;
+    if (gc_reserved_pid != getpid()) {
+        // A child forked before the loop was taken: the epoll instance is shared with the
+        // parent (a registration here would show up there). Make the child its own.
+        for (int slot = 0; slot < GC_RESERVED_COUNT; slot++) {
+            if (gc_reserved[slot] >= 0) close(gc_reserved[slot]);
+            gc_reserved[slot] = -1;
+        }
+    }
+    gc_reserve_missing();
+    for (int slot = 0; slot < GC_RESERVED_COUNT; slot++) descriptors[slot] = gc_reserved[slot];
+}

@@ -1,4 +1,5 @@
 // Platform layer: every raw OS call the engine makes that Swift cannot make itself.
+#define _GNU_SOURCE 1  // SCHED_IDLE, SCHED_BATCH
 #include "CGrandCentral.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,9 +91,26 @@ struct gc_thread_start {
     char name[16];
 };
 
+/// Library threads do not inherit the scheduling of the thread that happened to create
+/// them (a program that nices its main thread to 19 or puts it under SCHED_IDLE would
+/// otherwise get workers and an event thread that run only when nothing else wants the
+/// CPU, and timers that fire late): each starts by taking SCHED_OTHER (from SCHED_IDLE or
+/// SCHED_BATCH; a real-time policy is the program's deliberate choice and is kept) at nice
+/// 0, the default QoS class's priority. Raising a priority (nice 19 back to 0) needs
+/// CAP_SYS_NICE or RLIMIT_NICE; without them the thread keeps what it inherited.
+static void gc_thread_reset_priority(void) {
+    int policy = sched_getscheduler(0);
+    if (policy == SCHED_IDLE || policy == SCHED_BATCH) {
+        struct sched_param param = { .sched_priority = 0 };
+        sched_setscheduler(0, SCHED_OTHER, &param);
+    }
+    if (policy != SCHED_FIFO && policy != SCHED_RR) setpriority(PRIO_PROCESS, (id_t)gc_thread_id(), 0);
+}
+
 static void *gc_thread_trampoline(void *raw) {
     struct gc_thread_start start = *(struct gc_thread_start *)raw;
     free(raw);
+    gc_thread_reset_priority();
     pthread_sigmask(SIG_SETMASK, &gc_initial_sigmask, NULL);
     if (start.name[0]) pthread_setname_np(pthread_self(), start.name);
     start.body(start.argument);

@@ -15,6 +15,17 @@
  * after the last event handler has returned — the moment a descriptor the source watched
  * may be closed. The library never closes a caller's descriptor. Releasing the last
  * reference of an active source cancels it without running its cancel handler.
+ *
+ * Out of resources. A source whose registration needs a resource it cannot get when it is
+ * activated — a process source's pidfd, a vnode source's inotify instance or watch, failing
+ * with EMFILE, ENFILE, ENOMEM or ENOSPC — is cancelled by the library, every kind alike:
+ * its cancel handler runs (on its target queue, as for dispatch_source_cancel()), its event
+ * handler never does, and dispatch_source_testcancel() returns non-zero from then on. With
+ * GRANDCENTRAL_DEBUG set, a line `GrandCentral: debug: source: ...` names the call that
+ * failed. (A source is not kept waiting for descriptors to be freed: nothing tells the
+ * library when that happens.) Timer, signal, read and write sources need no descriptor of
+ * their own: the event loop's descriptors are made when the library is loaded, so these
+ * keep working at the descriptor limit.
  */
 #ifndef __DISPATCH_SOURCE__
 #define __DISPATCH_SOURCE__

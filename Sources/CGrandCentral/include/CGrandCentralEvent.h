@@ -41,6 +41,25 @@ typedef struct gc_poll_event_s {
     uint64_t data;
 } gc_poll_event_t;
 
+// The event loop's own descriptors, made by a constructor when the library is loaded, so
+// that a process that later reaches its descriptor limit still has working timers and
+// signal sources (see EventLoop.swift). Slots of `gc_event_take_reserved`:
+#define GC_RESERVED_POLL          0  // epoll_create1
+#define GC_RESERVED_WAKEUP        1  // the wakeup eventfd (not yet in the epoll)
+#define GC_RESERVED_TIMER_UPTIME  2  // timerfd on GC_CLOCK_UPTIME, in the epoll
+#define GC_RESERVED_TIMER_WALL    3  // timerfd on GC_CLOCK_WALL, in the epoll
+#define GC_RESERVED_TIMER_BOOT    4  // timerfd on GC_CLOCK_BOOT, in the epoll
+#define GC_RESERVED_SIGNAL        5  // signalfd with an empty mask, in the epoll
+#define GC_RESERVED_COUNT         6
+
+/// Hands the reserved descriptors to the event loop, once per process: fills
+/// `descriptors[GC_RESERVED_COUNT]`, each a descriptor or a negative errno. Descriptors the
+/// constructor could not make are tried again now; in a child forked before the first call
+/// all of them are made again (the parent's epoll instance would be shared). The timerfds
+/// and the signalfd are registered in the epoll with generation 0 (data = descriptor).
+/// A second call gets -EBUSY in every slot (tests that make a loop of their own).
+void gc_event_take_reserved(int32_t *descriptors);
+
 /// CLOCK_BOOTTIME in nanoseconds: like CLOCK_MONOTONIC, but it keeps counting in suspend.
 uint64_t gc_boottime_ns(void);
 

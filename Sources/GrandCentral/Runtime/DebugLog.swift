@@ -41,6 +41,9 @@ enum DebugLog {
     /// Writes `GrandCentral: debug: library: <message>` (which runtime the process runs on).
     static func library(_ message: String) { if enabled { write("library", message) } }
 
+    /// Writes `GrandCentral: debug: source: <message>`.
+    static func source(_ message: String) { write("source", message) }
+
     private static func write(_ area: StaticString, _ message: String) {
         let line = "GrandCentral: debug: \(area): \(message)\n"
         line.withCString { gc_write_stderr($0) }

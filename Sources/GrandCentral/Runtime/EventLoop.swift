@@ -10,9 +10,10 @@ import Synchronization
 /// What it waits on:
 /// - one eventfd, the wakeup: other threads write it after handing the loop something new;
 /// - one timerfd per clock (uptime: CLOCK_MONOTONIC, wall: CLOCK_REALTIME, boot:
-///   CLOCK_BOOTTIME), each created on first use and armed at an absolute instant: the
-///   wakeup A that the timer policy chooses for that clock's timers (never early, a lone
-///   timer at its deadline, leeway only to share a wakeup; see `TimerHeap`). The wall
+///   CLOCK_BOOTTIME), each made at load and taken with its clock's first timer, armed at
+///   an absolute instant: the wakeup A that the timer policy chooses for that clock's
+///   timers (never early, a lone timer at its deadline, leeway only to share a wakeup; see
+///   `TimerHeap`). The wall
 ///   timerfd also asks for TFD_TIMER_CANCEL_ON_SET, so setting the system clock wakes the
 ///   loop to re-evaluate;
 /// - the descriptors of registered sources (see EventLoopDescriptors.swift), process
@@ -20,6 +21,25 @@ import Synchronization
 /// - one inotify descriptor for vnode sources, created on first use, with its watch table
 ///   (`files`, event thread only; see EventLoopFiles.swift);
 /// - the signalfd of signal sources, with generation 0 (see EventLoopSignals.swift).
+///
+/// When the descriptors are made. A constructor in CGrandCentral (`gc_event_take_reserved`,
+/// event.c) makes the epoll instance, the wakeup eventfd, the three timerfds and an empty
+/// signalfd when the library is loaded, before the program's `main`, and registers the
+/// timerfds and the signalfd with the epoll; this loop (and its thread) is made on first
+/// use and takes them. So a program that fills its descriptor table (RLIMIT_NOFILE) before
+/// or after its first timer still has `dispatch_after`, timer sources and signal sources:
+/// none of them needs a new descriptor. The cost is 6 descriptors and 10 system calls per
+/// process, about 17 µs of system time with their closing at exit (measured: a loop of the
+/// same calls, best of 5 × 20,000), against about 1.6 ms for a trivial C program linked to
+/// the library to start and exit (`perf stat -r 400`: the difference was within the noise).
+/// Rejected: first queue use (a program that fills its table before its first dispatch
+/// call, as a server that opens its sockets first does, would still die at its first
+/// timer) and starting the thread at load too (a thread in every process that merely links
+/// the library). What stays lazy needs a descriptor per use and reports its failure through
+/// its source instead (source.h): the inotify instance (vnode sources; inotify instances
+/// are a per-user resource, 128 by default, not to be taken by every process) and each
+/// process source's pidfd. A child forked before the first use makes its own set (the
+/// epoll instance would be shared with the parent); it then needs free descriptors.
 ///
 /// Ownership. The timer heaps, the timerfds' armed instants and the descriptor table
 /// belong to the event thread: only it reads or writes them, so they need no lock. Other
@@ -77,6 +97,10 @@ final class EventLoop: @unchecked Sendable {
     /// The event thread's kernel thread id, 0 until it has blocked every signal (see
     /// EventLoopSignals.swift). Stored once by the event thread.
     let kernelThreadID = Atomic<Int32>(0)
+    /// The event thread was created (set once, by `startThread`).
+    private let threadStarted = Atomic<Bool>(false)
+    /// A `startThread` is in progress.
+    private let threadStarting = Atomic<Bool>(false)
     /// True between a write to the eventfd and the pass of the loop that consumes it.
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
@@ -98,6 +122,13 @@ final class EventLoop: @unchecked Sendable {
     private var heaps = [TimerHeap](repeating: TimerHeap(), count: DispatchClock.Kind.allCases.count)
     /// The timerfd of each clock, or -1 until a timer on that clock arrives.
     private var timerDescriptors = [Int32](repeating: -1, count: DispatchClock.Kind.allCases.count)
+    /// Per clock, the timerfd made when the library was loaded and already in the epoll
+    /// (`gc_event_take_reserved`), which `timerDescriptors` takes with the clock's first
+    /// timer; a negative errno when there is none (then that timer creates one).
+    private let reservedTimerDescriptors: [Int32]
+    /// The empty signalfd made when the library was loaded and already in the epoll, which
+    /// the first signal source takes (EventLoopSignals.swift); a negative errno if none.
+    let reservedSignalDescriptor: Int32
     /// The instant each timerfd is armed for, 0 when disarmed.
     private var armedInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Each clock as read at the start of the current pass (0 before its first timer).
@@ -114,14 +145,47 @@ final class EventLoop: @unchecked Sendable {
     /// A loop's thread runs for the rest of the process.
     init() {
         debug = DebugLog.enabled
-        poll = EventLoop.check(gc_poll_create(), "epoll_create1")
-        wakeupDescriptor = EventLoop.check(gc_eventfd_create(), "eventfd")
+        var reserved = [Int32](repeating: -1, count: Int(GC_RESERVED_COUNT))
+        reserved.withUnsafeMutableBufferPointer { gc_event_take_reserved($0.baseAddress) }
+        poll = reserved[Int(GC_RESERVED_POLL)] >= 0
+            ? reserved[Int(GC_RESERVED_POLL)] : EventLoop.check(gc_poll_create(), "epoll_create1")
+        wakeupDescriptor = reserved[Int(GC_RESERVED_WAKEUP)] >= 0
+            ? reserved[Int(GC_RESERVED_WAKEUP)] : EventLoop.check(gc_eventfd_create(), "eventfd")
+        reservedTimerDescriptors = (0..<DispatchClock.Kind.allCases.count).map {
+            reserved[Int(GC_RESERVED_TIMER_UPTIME) + $0]
+        }
+        reservedSignalDescriptor = reserved[Int(GC_RESERVED_SIGNAL)]
         _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, wakeupDescriptor, GC_POLL_IN,
                                             EventLoop.internalData(wakeupDescriptor)), "epoll_ctl")
-        let started = gc_thread_create({ raw in
+        // A failed start is retried (ThreadStartFailures): by every wakeup request and by
+        // the next worker start. Commands wait in the inboxes until the thread runs.
+        _ = ensureThread()
+    }
+
+    /// Starts the event thread unless it runs; returns whether it runs. Any thread.
+    @inline(__always)
+    func ensureThread() -> Bool {
+        if threadStarted.load(ordering: .acquiring) { return true }
+        return startThread()
+    }
+
+    @inline(never)
+    private func startThread() -> Bool {
+        // One starter at a time; one that finds another starting leaves it to that one.
+        if threadStarting.exchange(true, ordering: .acquiring) { return false }
+        defer { threadStarting.store(false, ordering: .releasing) }
+        if threadStarted.load(ordering: .acquiring) { return true }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let error = gc_thread_create({ raw in
             Unmanaged<EventLoop>.fromOpaque(raw!).takeUnretainedValue().run()
-        }, Unmanaged.passRetained(self).toOpaque(), ThreadNames.event)
-        if started != 0 { EventLoop.systemFailure("pthread_create", -started) }
+        }, context, ThreadNames.event)
+        if error != 0 {
+            Unmanaged<EventLoop>.fromOpaque(context).release()
+            if debug { DebugLog.timer("could not start the event thread: pthread_create: \(String(cString: strerror(error))); retrying at the next request") }
+            return false
+        }
+        threadStarted.store(true, ordering: .releasing)
+        return true
     }
 
     // MARK: - Timers
@@ -285,6 +349,8 @@ final class EventLoop: @unchecked Sendable {
         if !wakeupPending.exchange(true, ordering: .sequentiallyConsistent) {
             _ = gc_eventfd_signal(wakeupDescriptor)
         }
+        // Not started yet (pthread_create failed): try again; the eventfd stays readable.
+        if !threadStarted.load(ordering: .relaxed) { _ = startThread() }
     }
 
     // MARK: - The loop (event thread only from here on)
@@ -294,8 +360,10 @@ final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<gc_poll_event_t>.allocate(capacity: Int(capacity))
         blockSignalsOnEventThread()
         eventThread.store(pthread_self(), ordering: .relaxed)
+        var timeout: Int32 = -1
+        var backoff: Int32 = 1
         while true {
-            let count = gc_poll_wait(poll, events, capacity, -1)
+            let count = gc_poll_wait(poll, events, capacity, timeout)
             if count < 0 {
                 if count == -EINTR { continue }
                 EventLoop.systemFailure("epoll_wait", count)
@@ -328,6 +396,7 @@ final class EventLoop: @unchecked Sendable {
                 drainInboxes()
             }
             if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
+            timeout = serveWhileWorkersCannotStart(backoff: &backoff)
         }
     }
 
@@ -464,6 +533,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func createTimerDescriptor(_ kind: DispatchClock.Kind) {
+        if reservedTimerDescriptors[kind.rawValue] >= 0 {
+            timerDescriptors[kind.rawValue] = reservedTimerDescriptors[kind.rawValue]
+            return
+        }
         let descriptor = EventLoop.check(gc_timerfd_create(Int32(kind.rawValue)), "timerfd_create")
         _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, descriptor, GC_POLL_IN,
                                             EventLoop.internalData(descriptor)), "epoll_ctl")

@@ -175,14 +175,14 @@ extension EventLoop {
     /// Linux can report. Must not be called on the event thread (it would wait for
     /// itself).
     func registerFile(_ descriptor: Int32, changes: FileChanges, handler: FileHandler,
-                      context: UnsafeMutableRawPointer?) -> FileToken? {
-        if changes.watchEvents == 0 || descriptor < 0 { return nil }
+                      context: UnsafeMutableRawPointer?) -> (token: FileToken?, error: Int32) {
+        if changes.watchEvents == 0 || descriptor < 0 { return (nil, -EBADF) }
         let registration = FileRegistration(descriptor: descriptor, changes: changes, handler: handler,
                                             context: context)
         fileInbox.push(FileCommand(.register, registration))
         requestWakeup()
         _ = registration.registered.wait(timeoutNanoseconds: -1)
-        return registration.result == 0 ? FileToken(registration: registration) : nil
+        return registration.result == 0 ? (FileToken(registration: registration), 0) : (nil, registration.result)
     }
 
     /// Unregisters; then calls `completion(context)` on the event thread, after which the

@@ -194,7 +194,10 @@ extension EventLoop {
         guard changed else { return false }
         let wanted = signals.wantedMask
         if wanted == signals.appliedMask { return false }
-        if signals.descriptor < 0 {
+        if signals.descriptor < 0 && reservedSignalDescriptor >= 0 {
+            // Made at load and already in the epoll: give it its first mask.
+            signals.descriptor = EventLoop.check(gc_signalfd_update(reservedSignalDescriptor, wanted), "signalfd")
+        } else if signals.descriptor < 0 {
             signals.descriptor = EventLoop.check(gc_signalfd_update(-1, wanted), "signalfd")
             _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, signals.descriptor, GC_POLL_IN,
                                                 EventLoop.internalData(signals.descriptor)), "epoll_ctl")

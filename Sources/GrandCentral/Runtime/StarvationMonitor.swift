@@ -151,7 +151,12 @@ final class StarvationMonitor: @unchecked Sendable {
     func pokeSlow() {
         if !started.load(ordering: .relaxed) {
             if !started.exchange(true, ordering: .acquiringAndReleasing) {
-                _ = gc_thread_create(monitorMain, Unmanaged.passUnretained(self).toOpaque(), ThreadNames.monitor)
+                // The event thread before the monitor (it serves timers, and runs the work
+                // while no worker can start); a failed start is retried by the next poke.
+                if !EventLoop.shared.ensureThread()
+                    || gc_thread_create(monitorMain, Unmanaged.passUnretained(self).toOpaque(), ThreadNames.monitor) != 0 {
+                    started.store(false, ordering: .releasing)
+                }
             }
             return
         }

@@ -184,6 +184,9 @@ final class ThreadPool: @unchecked Sendable {
             if done { break }
             n = now
         }
+        // The event thread first: a process that can have one more thread gets timers, and
+        // the event thread runs the work while no worker can start (ThreadStartFailures).
+        _ = EventLoop.shared.ensureThread()
         starting.wrappingAdd(1, ordering: .relaxed)
         // Debug lines: the root, looked at before the new worker can empty it.
         let root = debug ? waitingRoot(overcommit: reason.overcommit) : nil
@@ -195,6 +198,7 @@ final class ThreadPool: @unchecked Sendable {
             starting.wrappingSubtract(1, ordering: .relaxed)
             threads.wrappingSubtract(1, ordering: .relaxed)
             if debug { DebugLog.pool("could not start a worker: pthread_create: \(String(cString: strerror(error)))") }
+            ThreadStartFailures.shared.workerStartFailed(error)
             return false
         }
         if debug { logWorkerStarted(reason, root: root, threads: n + 1) }
@@ -264,6 +268,15 @@ final class ThreadPool: @unchecked Sendable {
         worker.servingOvercommit.store(overcommit, ordering: .relaxed)
         worker.rootIndex.store(scanOrder.count - 1 - favored, ordering: .relaxed)
         return node
+    }
+
+    /// The next item, highest QoS first, for a thread that is not a worker (the event
+    /// thread while no worker can be started: ThreadStartFailures).
+    func takeWorkWithoutWorker() -> Continuation? {
+        for queue in scanOrder {
+            if let node = queue._withUnsafeGuaranteedRef({ $0.popRoot() }) { return node }
+        }
+        return nil
     }
 
     @inline(__always)

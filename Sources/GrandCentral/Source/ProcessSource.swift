@@ -15,9 +15,10 @@ import Glibc
 /// A pid with no process behind it (pidfd_open: ESRCH) reports EXIT at once, as
 /// libdispatch on Darwin does (it turns kqueue's ESRCH into a synthetic NOTE_EXIT): the
 /// process a program asked about is gone, which is what EXIT means, and a program that
-/// waits for the exit must not wait forever. Other failures (no descriptors left, a
-/// thread id that is not a process) leave a source that never fires; its cancel handler
-/// still runs on cancel.
+/// waits for the exit must not wait forever. A failure for want of a resource (no
+/// descriptor left for the pidfd: EMFILE, ENFILE, ENOMEM) cancels the source
+/// (`SourceCore.cancelForWantOf`, source.h); other failures (a thread id that is not a
+/// process) leave a source that never fires, whose cancel handler still runs on cancel.
 ///
 /// `token` is written once by `start` and read by `stop`; the source's lifecycle lock
 /// orders the two. The registration holds a +1 reference on the core from `start` until
@@ -34,8 +35,9 @@ final class ProcessMonitor: SourceMonitor, @unchecked Sendable {
         case .gone:
             Unmanaged<SourceCore>.fromOpaque(context).release()
             if source.mask & SourceType.processExit != 0 { source.mergeOr(SourceType.processExit) }
-        case .failed:
+        case .failed(let error):
             Unmanaged<SourceCore>.fromOpaque(context).release()
+            if SourceCore.isWantOfResource(error) { source.cancelForWantOf("pidfd_open", error: error) }
         }
     }
 

@@ -341,6 +341,28 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         wakeup()
     }
 
+    /// Whether a registration failed for want of a resource (a negative errno): the
+    /// failures that `cancelForWantOf` answers.
+    static func isWantOfResource(_ negativeErrno: Int32) -> Bool {
+        negativeErrno == -EMFILE || negativeErrno == -ENFILE || negativeErrno == -ENOMEM || negativeErrno == -ENOSPC
+    }
+
+    /// The rule for a source whose monitor could not register for want of a resource (a
+    /// descriptor, kernel memory, an inotify watch): the library cancels it, so the
+    /// program sees it (its cancel handler runs, `dispatch_source_testcancel` is non-zero)
+    /// instead of holding a source that never fires (source.h). Called by a monitor's
+    /// `start`, under `lifecycleLock`, so the cancel itself runs as a work item on the
+    /// default root queue, which holds a reference on the source until it has run.
+    /// Rejected: retrying when descriptors are freed (nothing tells the library when that
+    /// happens but polling, and a program at its limit is better told than kept waiting).
+    func cancelForWantOf(_ call: StaticString, error negativeErrno: Int32) {
+        if DebugLog.enabled {
+            DebugLog.source("\(type.name) source \(handle): \(call) failed: \(String(cString: strerror(-negativeErrno))); "
+                + "the library cancels it")
+        }
+        RootQueues.defaultQueue.enqueue(cancelForWantOfResource, Unmanaged.passRetained(self).toOpaque())
+    }
+
     var isCancelled: Bool { SourceState(state.load(ordering: .acquiring)).has(SourceState.cancelled) }
 
     /// The monitor's report that no event will be merged again. Any thread, once.
@@ -589,4 +611,10 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
 /// Runs a scheduled source drain; `context` is the core, carrying the drain's retain.
 let sourceDrainTrampoline: DispatchFunction = { context in
     Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue().drain()
+}
+
+/// A work item: the cancel of `SourceCore.cancelForWantOf`, with the reference it took.
+private let cancelForWantOfResource: DispatchFunction = { context in
+    let source = Unmanaged<SourceCore>.fromOpaque(context!).takeRetainedValue()
+    source.cancel()
 }

@@ -8,7 +8,9 @@
 /// Activation waits until the watch is in place, so a change made after
 /// `dispatch_activate`/`dispatch_resume` returns is seen. A descriptor inotify cannot
 /// watch (closed, not a descriptor at all) gives a source that never fires; its cancel
-/// handler still runs on cancel. The library never closes the caller's descriptor; the
+/// handler still runs on cancel. A watch that cannot be had for want of a resource (no
+/// descriptor for the inotify instance, no watch left: EMFILE, ENFILE, ENOMEM, ENOSPC)
+/// cancels the source (`SourceCore.cancelForWantOf`, source.h). The library never closes the caller's descriptor; the
 /// caller keeps it open until the cancel handler has run (the monitor compares fstat of
 /// it between events).
 ///
@@ -20,10 +22,14 @@ final class VnodeMonitor: SourceMonitor, @unchecked Sendable {
 
     func start(_ source: SourceCore) {
         let context = Unmanaged.passRetained(source).toOpaque()
-        token = EventLoop.shared.registerFile(Int32(truncatingIfNeeded: source.handle),
-                                              changes: FileChanges(rawValue: source.mask),
-                                              handler: fileChanged, context: context)
-        if token == nil { Unmanaged<SourceCore>.fromOpaque(context).release() }
+        let (registered, error) = EventLoop.shared.registerFile(Int32(truncatingIfNeeded: source.handle),
+                                                                changes: FileChanges(rawValue: source.mask),
+                                                                handler: fileChanged, context: context)
+        token = registered
+        if registered == nil {
+            Unmanaged<SourceCore>.fromOpaque(context).release()
+            if SourceCore.isWantOfResource(error) { source.cancelForWantOf("inotify", error: error) }
+        }
     }
 
     func stop(_ source: SourceCore) {
