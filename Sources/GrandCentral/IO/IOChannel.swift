@@ -137,9 +137,18 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// Queues `operation`; it starts when the order rules allow.
     func submit(_ operation: IOOperation) {
         schedule.lock.lock()
-        if isClosed || channelError != 0 {
+        if isClosed {
             schedule.lock.unlock()
-            operation.deliverFinal(error: isClosed ? ECANCELED : channelError, notifyChannel: false)
+            operation.deliverFinal(error: ECANCELED, notifyChannel: false)
+            return
+        }
+        if channelError != 0 {
+            // It ends at once with the channel's error, but stays in the schedule until its
+            // handler has returned, so the cleanup comes after it.
+            operation.state = .finished
+            schedule.items.append(.operation(operation))
+            schedule.lock.unlock()
+            operation.deliverFinal(error: channelError, notifyChannel: true)
             return
         }
         schedule.items.append(.operation(operation))

@@ -25,10 +25,14 @@ import Synchronization
 // calls each handler as soon as its own operation has let go, not when the last one has.
 
 /// The outcome of the one operation, carried from its final call to the cleanup. Written
-/// by the final call, read by the cleanup, which the channel runs after it.
+/// by the final call, read by the cleanup, which the channel runs after it. (A channel
+/// that failed at creation calls its cleanup at once with the error, and then the cleanup
+/// does not look here.) Holds one count of `data`.
 private final class OneShotOutcome: @unchecked Sendable {
     var data: Unmanaged<DataObject>?
     var error: Int32 = 0
+
+    deinit { data?.releaseData() }
 
     func record(_ data: Unmanaged<DataObject>?, _ error: Int32) {
         data?.retainData()
@@ -111,9 +115,9 @@ extension IOChannel {
         ConvenienceLine.enter(key) {
             let queue = captured.queue, handler = captured.handler
             let outcome = OneShotOutcome()
-            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
+            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { error in
+                if error != 0 { return handler(.passUnretained(DataObject.empty), error) }  // e.g. EBADF
                 handler(outcome.data ?? .passUnretained(DataObject.empty), outcome.error)
-                outcome.data?.releaseData()
             }
             channel.waitsForSharers = false
             channel.didLetGo = { ConvenienceLine.leave(key) }
@@ -136,9 +140,9 @@ extension IOChannel {
         ConvenienceLine.enter(key) {
             let queue = captured.queue, handler = captured.handler, data = captured.data
             let outcome = OneShotOutcome()
-            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
+            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { error in
+                if error != 0 { return handler(nil, error) }  // e.g. EBADF
                 handler(outcome.data, outcome.error)
-                outcome.data?.releaseData()
             }
             channel.waitsForSharers = false
             channel.didLetGo = { ConvenienceLine.leave(key) }
