@@ -87,8 +87,9 @@ typedef void (*dispatch_io_cleanup_function_t)(void *context, int error);
  * previous call (a read) or the bytes not yet written (a write; NULL when none); `error`
  * an errno (ECANCELED after DISPATCH_IO_STOP) or 0. A write goes out in pieces of at most
  * the high water mark and, while data is left, calls the handler with done == false and
- * the data not yet written each time at least the low water mark's worth (at least one
- * byte) has gone out. The data is valid for the call. */
+ * the data not yet written each time the low water mark's worth has gone out (with no
+ * low water mark set: 1 MiB, or the high water mark if smaller). The data is valid for
+ * the call. */
 typedef void (*dispatch_io_handler_function_t)(void *context, bool done,
 		dispatch_data_t data, int error);
 

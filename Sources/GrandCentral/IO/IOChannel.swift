@@ -41,6 +41,14 @@ struct IOSettings {
     var interval: UInt64 = 0
     /// DISPATCH_IO_STRICT_INTERVAL: at the interval, deliver even below the low water mark.
     var strictInterval = false
+
+    /// A write reports progress (a partial call with the data not yet written) each time
+    /// this many bytes have gone out: the low water mark, or with none set libdispatch's
+    /// default (one 1 MiB chunk, its low water mark on Linux); never more than the high
+    /// water mark, which also bounds one piece.
+    var writeProgressStep: Int {
+        max(1, min(lowWater > 0 ? lowWater : 1 << 20, highWater))
+    }
 }
 
 /// An operation's handler: (done, data, error). The data is borrowed for the call; nil
