@@ -1,5 +1,3 @@
-import Synchronization
-
 // dispatch_read and dispatch_write: one operation on a throwaway stream channel over the
 // client's descriptor.
 //
@@ -53,8 +51,22 @@ private struct ConvenienceLine {
     var waiting: [@Sendable () -> Void] = []
     var head = 0
 
-    /// Every line with an operation in flight. A mutex: held only to push or pop a start.
-    static let lines = Mutex<[Key: ConvenienceLine]>([:])
+    /// Every line with an operation in flight, under a spin lock held only to push or pop
+    /// a start. (Not Synchronization.Mutex: its contended hand-off happens in the kernel,
+    /// where ThreadSanitizer cannot see it, and TSan then reports races on the table.)
+    final class Table: @unchecked Sendable {
+        let lock = SpinLock()
+        /// Guarded by `lock`.
+        var lines: [Key: ConvenienceLine] = [:]
+
+        func withLock<T>(_ body: (inout [Key: ConvenienceLine]) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&lines)
+        }
+    }
+
+    static let lines = Table()
 
     /// Runs `start` now if the line is idle, else when the operations ahead have let go.
     static func enter(_ key: Key, _ start: @escaping @Sendable () -> Void) {
