@@ -287,7 +287,7 @@ static void count_write(void *context, dispatch_data_t data, int error) {
 /// order from one thread: the file must equal the buffer, every round.
 static void test_write_order(void) {
     check_section("concurrent dispatch_writes of consecutive chunks: the file equals the buffer");
-    enum { CHUNKS = 64, CHUNK = 1000, ROUNDS = 150 };
+    enum { CHUNKS = 64, CHUNK = 1000, ROUNDS = 1600 };
     unsigned char *bytes = random_bytes(CHUNKS * CHUNK, 13);
     char path[] = "/tmp/gc-io-order-XXXXXX";
     int fd = mkstemp(path);
@@ -339,7 +339,7 @@ static void check_ordered_read(void *context, dispatch_data_t data, int error) {
 /// [1000 i, 1000 (i + 1)).
 static void test_read_order(void) {
     check_section("concurrent dispatch_reads on a file: consecutive ranges in call order");
-    enum { READS = 64, ROUNDS = 50 };
+    enum { READS = 64, ROUNDS = 800 };
     unsigned char *bytes = random_bytes(READS * 1000, 14);
     char path[] = "/tmp/gc-io-rorder-XXXXXX";
     int fd = mkstemp(path);
