@@ -247,8 +247,10 @@ static void check_descriptions(void) {
     // Closed with nothing queued: the channel has given its descriptor back (EBADF from here).
     snprintf(fields, sizeof fields, "type = stream, refcount = 1, error = %d, closed = true", EBADF);
     EXPECT_DESCRIPTION(stream, "io", fields);
+    // O_CREAT: the path passes the check at creation (its directory exists) and, with no
+    // operation, is never opened (a missing path without O_CREAT is the channel's error).
     dispatch_io_t path = dispatch_io_create_with_path_f(DISPATCH_IO_RANDOM, "/tmp/gc-debug-log-unopened",
-                                                        O_RDONLY, 0, serial, NULL, nothing_cleanup);
+                                                        O_RDONLY | O_CREAT, 0600, serial, NULL, nothing_cleanup);
     CHECK(path != NULL);
     EXPECT_DESCRIPTION(path, "io", "type = random, refcount = 1, path = \"/tmp/gc-debug-log-unopened\", closed = false");
 

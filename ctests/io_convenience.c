@@ -287,7 +287,7 @@ static void count_write(void *context, dispatch_data_t data, int error) {
 /// order from one thread: the file must equal the buffer, every round.
 static void test_write_order(void) {
     check_section("concurrent dispatch_writes of consecutive chunks: the file equals the buffer");
-    enum { CHUNKS = 64, CHUNK = 1000, ROUNDS = 150 };
+    enum { CHUNKS = 64, CHUNK = 1000, ROUNDS = 1600 };
     unsigned char *bytes = random_bytes(CHUNKS * CHUNK, 13);
     char path[] = "/tmp/gc-io-order-XXXXXX";
     int fd = mkstemp(path);
@@ -339,7 +339,7 @@ static void check_ordered_read(void *context, dispatch_data_t data, int error) {
 /// [1000 i, 1000 (i + 1)).
 static void test_read_order(void) {
     check_section("concurrent dispatch_reads on a file: consecutive ranges in call order");
-    enum { READS = 64, ROUNDS = 50 };
+    enum { READS = 64, ROUNDS = 800 };
     unsigned char *bytes = random_bytes(READS * 1000, 14);
     char path[] = "/tmp/gc-io-rorder-XXXXXX";
     int fd = mkstemp(path);
@@ -411,6 +411,44 @@ static void test_close_in_handler(void) {
     free(bytes);
 }
 
+typedef struct {
+    int error;
+    bool data_null;
+    size_t size;
+    latch_t done;
+} bad_fd_t;
+
+static void bad_fd_done(void *context, dispatch_data_t data, int error) {
+    bad_fd_t *b = context;
+    b->error = error;
+    b->data_null = data == NULL;
+    b->size = data ? dispatch_data_get_size(data) : 0;
+    latch_arrive(&b->done);
+}
+
+static void test_bad_descriptor(void) {
+    check_section("a closed descriptor: EBADF, empty data for a read, NULL for a write");
+    int fd = open("/dev/null", O_RDONLY);
+    CHECK(fd >= 0);
+    close(fd);
+    bad_fd_t r = {0}, w = {0};
+    latch_init(&r.done, 1);
+    latch_init(&w.done, 1);
+    dispatch_read_f(fd, 100, global(), &r, bad_fd_done);
+    dispatch_data_t d = dispatch_data_create_f("abc", 3, NULL, NULL);
+    dispatch_write_f(fd, d, global(), &w, bad_fd_done);
+    dispatch_release(d);
+    CHECK(latch_wait(&r.done, 10));
+    CHECK(latch_wait(&w.done, 10));
+    CHECK_EQ(r.error, EBADF);
+    CHECK(!r.data_null);
+    CHECK_EQ(r.size, (size_t)0);
+    CHECK_EQ(w.error, EBADF);
+    CHECK(w.data_null);
+    latch_destroy(&r.done);
+    latch_destroy(&w.done);
+}
+
 #ifdef __BLOCKS__
 static void test_block_read_loop(void) {
     check_section("the block form: a read loop on a pipe");
@@ -455,6 +493,7 @@ int main(void) {
     test_read_order();
     test_write_order();
     test_close_in_handler();
+    test_bad_descriptor();
 #ifdef __BLOCKS__
     test_block_read_loop();
 #endif

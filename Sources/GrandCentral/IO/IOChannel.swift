@@ -41,6 +41,14 @@ struct IOSettings {
     var interval: UInt64 = 0
     /// DISPATCH_IO_STRICT_INTERVAL: at the interval, deliver even below the low water mark.
     var strictInterval = false
+
+    /// A write reports progress (a partial call with the data not yet written) each time
+    /// this many bytes have gone out: the low water mark, or with none set libdispatch's
+    /// default (one 1 MiB chunk, its low water mark on Linux); never more than the high
+    /// water mark, which also bounds one piece.
+    var writeProgressStep: Int {
+        max(1, min(lowWater > 0 ? lowWater : 1 << 20, highWater))
+    }
 }
 
 /// An operation's handler: (done, data, error). The data is borrowed for the call; nil
@@ -137,9 +145,18 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
     /// Queues `operation`; it starts when the order rules allow.
     func submit(_ operation: IOOperation) {
         schedule.lock.lock()
-        if isClosed || channelError != 0 {
+        if isClosed {
             schedule.lock.unlock()
-            operation.deliverFinal(error: isClosed ? ECANCELED : channelError, notifyChannel: false)
+            operation.deliverFinal(error: ECANCELED, notifyChannel: false)
+            return
+        }
+        if channelError != 0 {
+            // It ends at once with the channel's error, but stays in the schedule until its
+            // handler has returned, so the cleanup comes after it.
+            operation.state = .finished
+            schedule.items.append(.operation(operation))
+            schedule.lock.unlock()
+            operation.deliverFinal(error: channelError, notifyChannel: true)
             return
         }
         schedule.items.append(.operation(operation))

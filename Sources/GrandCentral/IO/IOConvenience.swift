@@ -1,5 +1,3 @@
-import Synchronization
-
 // dispatch_read and dispatch_write: one operation on a throwaway stream channel over the
 // client's descriptor.
 //
@@ -25,10 +23,14 @@ import Synchronization
 // calls each handler as soon as its own operation has let go, not when the last one has.
 
 /// The outcome of the one operation, carried from its final call to the cleanup. Written
-/// by the final call, read by the cleanup, which the channel runs after it.
+/// by the final call, read by the cleanup, which the channel runs after it. (A channel
+/// that failed at creation calls its cleanup at once with the error, and then the cleanup
+/// does not look here.) Holds one count of `data`.
 private final class OneShotOutcome: @unchecked Sendable {
     var data: Unmanaged<DataObject>?
     var error: Int32 = 0
+
+    deinit { data?.releaseData() }
 
     func record(_ data: Unmanaged<DataObject>?, _ error: Int32) {
         data?.retainData()
@@ -49,8 +51,22 @@ private struct ConvenienceLine {
     var waiting: [@Sendable () -> Void] = []
     var head = 0
 
-    /// Every line with an operation in flight. A mutex: held only to push or pop a start.
-    static let lines = Mutex<[Key: ConvenienceLine]>([:])
+    /// Every line with an operation in flight, under a spin lock held only to push or pop
+    /// a start. (Not Synchronization.Mutex: its contended hand-off happens in the kernel,
+    /// where ThreadSanitizer cannot see it, and TSan then reports races on the table.)
+    final class Table: @unchecked Sendable {
+        let lock = SpinLock()
+        /// Guarded by `lock`.
+        var lines: [Key: ConvenienceLine] = [:]
+
+        func withLock<T>(_ body: (inout [Key: ConvenienceLine]) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&lines)
+        }
+    }
+
+    static let lines = Table()
 
     /// Runs `start` now if the line is idle, else when the operations ahead have let go.
     static func enter(_ key: Key, _ start: @escaping @Sendable () -> Void) {
@@ -111,9 +127,9 @@ extension IOChannel {
         ConvenienceLine.enter(key) {
             let queue = captured.queue, handler = captured.handler
             let outcome = OneShotOutcome()
-            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
+            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { error in
+                if error != 0 { return handler(.passUnretained(DataObject.empty), error) }  // e.g. EBADF
                 handler(outcome.data ?? .passUnretained(DataObject.empty), outcome.error)
-                outcome.data?.releaseData()
             }
             channel.waitsForSharers = false
             channel.didLetGo = { ConvenienceLine.leave(key) }
@@ -136,9 +152,9 @@ extension IOChannel {
         ConvenienceLine.enter(key) {
             let queue = captured.queue, handler = captured.handler, data = captured.data
             let outcome = OneShotOutcome()
-            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { _ in
+            let channel = IOChannel(type: .stream, descriptor: IODescriptor.shared(descriptor: fd), cleanupQueue: queue) { error in
+                if error != 0 { return handler(nil, error) }  // e.g. EBADF
                 handler(outcome.data, outcome.error)
-                outcome.data?.releaseData()
             }
             channel.waitsForSharers = false
             channel.didLetGo = { ConvenienceLine.leave(key) }

@@ -7,10 +7,13 @@ import Synchronization
 // descriptor while it is in use (`shared(descriptor:)`, as libdispatch shares its fd
 // entries): otherwise the first channel to finish would put a stream's blocking mode back
 // under the others. Every sharing channel's cleanup handler waits for the last one, as in
-// libdispatch (a cleanup handler may close the descriptor). It opens a path lazily, on the first operation, and
-// remembers the outcome; it makes a stream descriptor non-blocking and puts the old status
-// flags back when the last channel using it is done; and it closes a descriptor it opened
-// itself (a path channel's) at that moment, never a descriptor the client passed in.
+// libdispatch (a cleanup handler may close the descriptor). It checks a path when the
+// channel is made (`checkPath`, libdispatch's stat at creation) and opens it lazily, on the
+// first operation, remembering the outcome; it makes a stream descriptor non-blocking and
+// puts the old status flags back when the last channel using it is done; and it closes a
+// descriptor it opened itself (a path channel's) at that moment, never a descriptor the
+// client passed in. It owns the schedule that orders the operations and barriers of every
+// channel on it (IOSchedule.swift).
 //
 // A stream is anything epoll can watch (pipes, sockets, ttys): read and written on
 // readiness, never by a thread parked in read(2). A regular file (or block device) is read

@@ -15,8 +15,8 @@ import Synchronization
 // partial calls (never more than the high water mark; at least the low water mark, unless
 // the interval is strict) and then one final call with `done`, carrying what is left and
 // the error (0 at end of file or when the length is reached). A write goes out in pieces of
-// at most the high water mark; each time at least the low water mark's worth (at least one
-// byte) has gone out and data is left, it makes a partial call carrying the data not yet
+// at most the high water mark; each time at least `IOSettings.writeProgressStep` bytes
+// have gone out and data is left, it makes a partial call carrying the data not yet
 // written (libdispatch's progress report); then one final call: done, no data on success,
 // the unwritten rest and the error on failure. Calls are made on a serial queue targeting
 // the client's queue, so one operation's calls run in order.
@@ -211,7 +211,7 @@ final class IOOperation: @unchecked Sendable {
         written += n
         if written >= total { return 0 }
         unreported += n
-        if unreported >= max(settings.lowWater, 1) { reportWriteProgress() }
+        if unreported >= settings.writeProgressStep { reportWriteProgress() }
         return nil
     }
 

@@ -88,7 +88,10 @@ public class DispatchIO: DispatchObject, @unchecked Sendable {
                                      cleanupHandler: cleanupHandler))
     }
 
-    /// Reads up to `maxLength` bytes from `fileDescriptor`; `handler` runs once with all of it.
+    /// Reads from `fileDescriptor` and runs `handler` once: on a pipe or socket, what is
+    /// there once it is readable (up to `maxLength`; it does not wait for more); on a file,
+    /// up to `maxLength` bytes or end of file. Calls on one descriptor run in call order,
+    /// one at a time per direction; the handler may close the descriptor.
     public class func read(fromFileDescriptor: Int32, maxLength: Int, runningHandlerOn queue: DispatchQueue,
                            handler: @escaping (_ data: DispatchData, _ error: Int32) -> Void) {
         IOChannel.readAll(descriptor: fromFileDescriptor, length: maxLength, queue: queue) { data, error in
@@ -97,7 +100,8 @@ public class DispatchIO: DispatchObject, @unchecked Sendable {
         }
     }
 
-    /// Writes all of `data` to `toFileDescriptor`; `handler` runs once (nil data: all written).
+    /// Writes all of `data` to `toFileDescriptor`; `handler` runs once (nil data: all
+    /// written). Writes on one descriptor are performed in call order.
     public class func write(toFileDescriptor: Int32, data: DispatchData, runningHandlerOn queue: DispatchQueue,
                             handler: @escaping (_ data: DispatchData?, _ error: Int32) -> Void) {
         IOChannel.writeAll(descriptor: toFileDescriptor, data: data.reference.object, queue: queue) { rest, error in
