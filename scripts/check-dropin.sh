@@ -44,7 +44,7 @@ trap 'rm -rf "$out"' EXIT
 # on some mistakes that GrandCentral reports with a BUG IN CLIENT line and SIGILL.
 c_tests=(after_time apply barriers blocks_barrier blocks_workitem data groups main_queue
          objects once private queues semaphores source_data source_descriptor source_signal
-         source_timer specific sync targets timers type_generic workitem)
+         runloop source_timer specific sync targets timers type_generic workitem)
 status_only=(misuse)
 
 echo "check-dropin: building ${#c_tests[@]}+${#status_only[@]} C tests and the Swift programs against $swift_root"
