@@ -213,6 +213,27 @@ static void runloop_queues(void) {
     clear(port);
 #endif
     CHECK(!_dispatch_runloop_root_queue_perform_4CF(loop_queue));   // a spare wakeup runs nothing
+
+#ifndef GC_REFERENCE_LIBDISPATCH
+    // GrandCentral keeps dispatch_suspend's promise here too; libdispatch's perform runs
+    // the item of a suspended run-loop queue (observed), so the reference build skips this.
+    check_section("a suspended run loop's queue runs nothing; its resume announces the work");
+    long before = loop_ran;
+    // Queued before the suspension (the queue already wants its loop) and after it.
+    dispatch_async_f(loop_queue, (void *)(intptr_t)loop_next, loop_item);
+    dispatch_suspend(loop_queue);
+    dispatch_async_f(loop_queue, (void *)(intptr_t)(loop_next + 1), loop_item);
+    CHECK(!_dispatch_runloop_root_queue_perform_4CF(loop_queue));
+    CHECK_EQ(loop_ran, before);
+    clear(port);
+    dispatch_resume(loop_queue);
+    CHECKF(readable(port, 10000), "the resume did not make the descriptor readable");
+    clear(port);
+    CHECK(_dispatch_runloop_root_queue_perform_4CF(loop_queue));
+    CHECK(!_dispatch_runloop_root_queue_perform_4CF(loop_queue));
+    CHECK_EQ(loop_ran, before + 2);
+    CHECK_EQ(loop_out_of_order, 0);
+#endif
     dispatch_release(loop_queue);
 }
 
