@@ -7,6 +7,7 @@
  */
 #include <dispatch/dispatch.h>
 #include <dispatch/private.h>
+#include <dispatch/runloop_private.h>
 #include <dispatch/dispatch.h> /* include guards: a second include is harmless */
 
 #include <time.h>
@@ -100,6 +101,10 @@ const hm_fn header_matrix_functions[] = {
 	HM_FN(dispatch_semaphore_signal),
 	HM_FN(dispatch_once_f), HM_FN(dispatch_benchmark_f),
 	HM_FN(dispatch_queue_set_width), HM_FN(dispatch_queue_attr_make_with_overcommit),
+	HM_FN(libdispatch_init), HM_FN(_dispatch_get_main_queue_handle_4CF),
+	HM_FN(_dispatch_get_main_queue_port_4CF), HM_FN(_dispatch_main_queue_callback_4CF),
+	HM_FN(_dispatch_runloop_root_queue_create_4CF), HM_FN(_dispatch_runloop_root_queue_perform_4CF),
+	HM_FN(_dispatch_runloop_root_queue_wakeup_4CF), HM_FN(_dispatch_runloop_root_queue_get_port_4CF),
 #ifdef __BLOCKS__
 	HM_FN(dispatch_async), HM_FN(dispatch_sync), HM_FN(dispatch_async_and_wait),
 	HM_FN(dispatch_barrier_async), HM_FN(dispatch_barrier_sync),

@@ -228,6 +228,7 @@ struct HostMainQueue {
 
     static func find() -> HostMainQueue? {
         if let found = lookupFound() { return found }
+        if isSelf.load(ordering: .relaxed) { return nil }
         return lookup.withLock { _ -> HostMainQueue? in
             if let found = lookupFound() { return found }
             if isSelf.load(ordering: .relaxed) { return nil }
@@ -250,7 +251,8 @@ struct HostMainQueue {
         }
     }
 
-    /// True once `find` saw that "libdispatch.so" is this image. Written and read under `lookup`.
+    /// True once `find` saw that "libdispatch.so" is this image; written under `lookup`, set
+    /// once and never cleared, so a read without the lock may only miss it (and then look again).
     private static let isSelf = Atomic<Bool>(false)
 
     /// Whether `symbol` lies in the image this code was loaded from (the drop-in finds its

@@ -39,7 +39,12 @@ final class RunLoopQueue: DispatchQueue, @unchecked Sendable {
     /// one and is not suspended; true when more items are waiting.
     func performOne() -> Bool {
         if !QueueState(state.load(ordering: .sequentiallyConsistent)).isEnqueued { return false }
-        if QueueState(state.load(ordering: .relaxed)).isSuspended { return false }
+        if QueueState(state.load(ordering: .relaxed)).isSuspended {
+            // Give the drain back (a suspended queue keeps it clear), so the resume's
+            // wakeup takes it again and pokes the descriptor.
+            _ = tryUnlockDrain()
+            return false
+        }
         if let node = items.pop() {
             HeldQueues.entering(self, exclusive: true) { runContinuation(node) }
         }
