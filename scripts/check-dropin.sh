@@ -130,5 +130,36 @@ else
     echo "client bug                   BUG IN CLIENT line, then SIGILL (status 132)"
 fi
 
+# One runtime per process: a program linked with libgrandcentral.so.0 that also loads
+# libdispatch.so gets one copy of GrandCentral through grandcentral-run (the drop-in's
+# directory holds libgrandcentral.so.0 as a link to libdispatch.so, and the loader maps one
+# file once): both names give the same dispatch_async_f, and one GrandCentral image is mapped.
+cat >"$out/both.c" <<'EOF'
+#include <dispatch/dispatch.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    void *handle = dlopen("libdispatch.so", RTLD_NOW);
+    if (!handle) { printf("dlopen: %s\n", dlerror()); return 1; }
+    int same = dlsym(handle, "dispatch_async_f") == (void *)dispatch_async_f;
+    int images = 0;
+    char line[4096];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (maps && fgets(line, sizeof line, maps))
+        if (strstr(line, " r-xp ") && (strstr(line, "/libdispatch.so") || strstr(line, "/libgrandcentral.so")))
+            images++;
+    printf("same dispatch_async_f %d, executable images %d\n", same, images);
+    return !(same && images == 1);
+}
+EOF
+gcc -I"$prefix/include" "$out/both.c" -o "$out/both" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lgrandcentral -ldl
+if both=$("$run" "$out/both" 2>&1); then
+    echo "one runtime                  libgrandcentral.so.0 and libdispatch.so: one copy ($both)"
+else
+    failures=$((failures + 1))
+    echo "one runtime                  DIFFERENT: two copies of GrandCentral through grandcentral-run: $both"
+fi
+
 [ "$failures" -eq 0 ] || die "$failures program(s) behave differently on GrandCentral"
 echo "check-dropin: every program behaved the same on libdispatch and through grandcentral-run"
