@@ -406,6 +406,65 @@ static void outside_suspends_data(const char *name, bool suspend_top) {
 }
 
 /// With an argument, runs only the sections whose number is in it ("35" runs 3 and 5).
+// 8: a source retargeted while its drain waits on a suspended target. Its handler runs on
+// the new target, in that queue's order (after the item the new target was running), never
+// on the old one; the data merged before and after the retarget arrives whole.
+static char retarget_key;
+static dispatch_source_t retarget_source;
+static atomic_long retarget_on_old, retarget_on_new, retarget_data, retarget_beside_item;
+static atomic_int retarget_item_running;
+
+static void retarget_item(void *context) {
+    (void)context;
+    atomic_store(&retarget_item_running, 1);
+    sleep_ms(100);
+    atomic_store(&retarget_item_running, 0);
+}
+
+static void retarget_event(void *context) {
+    (void)context;
+    void *queue = dispatch_get_specific(&retarget_key);
+    if (queue == (void *)1) atomic_fetch_add(&retarget_on_old, 1);
+    if (queue == (void *)2) atomic_fetch_add(&retarget_on_new, 1);
+    if (atomic_load(&retarget_item_running)) atomic_fetch_add(&retarget_beside_item, 1);
+    atomic_fetch_add(&retarget_data, (long)dispatch_source_get_data(retarget_source));
+}
+
+static void retarget_while_parked(void) {
+    check_section("8 a source retargeted while its target is suspended runs on the new target");
+    dispatch_queue_t old_target = dispatch_queue_create("com.grandcentral.tests.source-suspend.old", NULL);
+    dispatch_queue_t new_target = dispatch_queue_create("com.grandcentral.tests.source-suspend.new", NULL);
+    dispatch_queue_set_specific(old_target, &retarget_key, (void *)1, NULL);
+    dispatch_queue_set_specific(new_target, &retarget_key, (void *)2, NULL);
+    for (int round = 0; round < 20; round++) {
+        atomic_store(&retarget_on_old, 0);
+        atomic_store(&retarget_on_new, 0);
+        atomic_store(&retarget_data, 0);
+        atomic_store(&retarget_beside_item, 0);
+        retarget_source = dispatch_source_create(DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, old_target);
+        dispatch_source_set_event_handler_f(retarget_source, retarget_event);
+        dispatch_activate(retarget_source);
+        dispatch_suspend(old_target);
+        dispatch_source_merge_data(retarget_source, 5);
+        sleep_ms(5);
+        dispatch_set_target_queue(retarget_source, new_target);
+        dispatch_source_merge_data(retarget_source, 7);
+        dispatch_async_f(new_target, NULL, retarget_item);
+        sleep_ms(5);
+        dispatch_resume(old_target);
+        WAIT_FOR_COUNT(&retarget_data, 12, 10);
+        dispatch_source_cancel(retarget_source);
+        dispatch_release(retarget_source);
+        CHECKF(atomic_load(&retarget_on_old) == 0, "round %d: %ld handler call(s) on the old target", round,
+               atomic_load(&retarget_on_old));
+        CHECKF(atomic_load(&retarget_beside_item) == 0, "round %d: a handler ran beside the new target's item",
+               round);
+        CHECK_EQ(atomic_load(&retarget_data), 12);
+    }
+    dispatch_release(old_target);
+    dispatch_release(new_target);
+}
+
 static bool wanted(int argc, char **argv, char section) {
     return argc < 2 || strchr(argv[1], section) != NULL;
 }
@@ -419,6 +478,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, '5')) outside_suspends_data("5 another thread suspends the target queue", false);
     if (wanted(argc, argv, '6')) outside_suspends_data("6 another thread suspends the queue above the target", true);
     if (wanted(argc, argv, '7')) handler_suspends_signal();
+    if (wanted(argc, argv, '8')) retarget_while_parked();
     check_pass();
     return 0;
 }

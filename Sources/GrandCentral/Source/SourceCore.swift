@@ -118,6 +118,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// would wait for itself). Stored and cleared only by the drain (relaxed: the only
     /// reader that acts on it is the very thread that stored its own id).
     let handlerThread = Atomic<Int32>(0)
+    /// The queue the drain node was last pushed to (bits as in `targetBits`). Written only by
+    /// the ENQUEUED owner before it pushes the node; read by the drain the node runs.
+    private var drainQueueBits: UInt = 0
     /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
     private var retiredTargets: [DispatchQueue] = []
 
@@ -484,7 +487,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// this core.
     private func scheduleDrain() {
         let raw = Unmanaged.passRetained(self).toOpaque()
-        let target = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: targetBits.load(ordering: .acquiring))!)
+        let bits = targetBits.load(ordering: .acquiring)
+        drainQueueBits = bits
+        let target = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
         // Held across the push: this core (and its hold on the target) may go away once
         // the drain node is visible.
         let held = target.retain()
@@ -510,7 +515,7 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
                 // After the load of the state: an event merged after a dispatch_suspend
                 // returned was seen through PENDING, whose seq-cst store follows the suspend
                 // in the merger's order, so this load sees the suspension.
-                if targetChainIsSuspended() { return park() }
+                if targetChainIsSuspended() || targetBits.load(ordering: .acquiring) != drainQueueBits { return park() }
                 if s.has(SourceState.registration) {
                     state.bitwiseAnd(~SourceState.registration, ordering: .sequentiallyConsistent)
                     if !s.has(SourceState.cancelled) { invoke(handler(.registration)) }
@@ -535,9 +540,7 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
                 budget -= 1
                 if budget == 0 && SourceState(state.load(ordering: .relaxed)).hasWork {
                     // Yield: keep the lock and the retain, go to the back of the target's line.
-                    let raw = Unmanaged.passUnretained(self).toOpaque()
-                    target.enqueue(sourceDrainTrampoline, raw)
-                    return
+                    return park()
                 }
             }
             if tryUnlockDrain() { break }
@@ -567,7 +570,11 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// where the node then waits.
     private func park() {
         let raw = Unmanaged.passUnretained(self).toOpaque()
-        target.enqueue(sourceDrainTrampoline, raw)
+        let bits = targetBits.load(ordering: .acquiring)
+        drainQueueBits = bits
+        // The core's hold on the target (or retiredTargets) keeps it alive across the push.
+        Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+            ._withUnsafeGuaranteedRef { $0.enqueue(sourceDrainTrampoline, raw) }
     }
 
     /// Clears ENQUEUED; returns false (the lock taken back) when work arrived meanwhile.
