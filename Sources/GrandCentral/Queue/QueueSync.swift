@@ -203,7 +203,8 @@ extension DispatchQueue {
         if trySyncAcquire(exclusive: exclusive) { return }
         // The node is a barrier exactly when the caller needs the drain lock, so a
         // concurrent drain hands it the lock (and a serial drain ignores the flag).
-        SyncWaiter.park(on: self, flags: exclusive ? [.syncHandoff, .barrier] : .syncHandoff, nil, nil)
+        // A hand-off node is never lent (only `syncWaiter` nodes are): nothing to run here.
+        _ = SyncWaiter.park(on: self, flags: exclusive ? [.syncHandoff, .barrier] : .syncHandoff, nil, nil)
     }
 
     /// Gives back what `syncAcquire` took, as the end of a drain would: the drain lock is
