@@ -114,6 +114,10 @@ struct SyncLoan {
             SyncWaiter.wake(node)
             return
         }
+        if ThreadPool.shared.debug {
+            DebugLog.pool("a drain off the main thread reached a dispatch_sync caller's node whose queue left the main "
+                + "queue: lending the caller its levels, waiting until its function has run")
+        }
         var loan = SyncLoan(frames: gc_held_top())
         withUnsafeMutablePointer(to: &loan) { pointer in
             node.pointee.waiter = UnsafeMutableRawPointer(pointer)
