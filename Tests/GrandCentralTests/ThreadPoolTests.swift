@@ -122,4 +122,48 @@ final class ThreadPoolTests: XCTestCase {
         close(readEnd)
         close(writeEnd)
     }
+
+    /// Workers that only nap (short sleeps between bursts of a little work) hold their
+    /// threads without using their CPUs: an item queued behind them on the same global queue
+    /// still runs. (In a fresh process the pool used to leave it queued for as long as the
+    /// nappers ran; here, after other tests, idle workers may serve it anyway: the C test
+    /// ctests/engine_promises.c is the one that fails on that pool. This one runs the
+    /// monitor's napping rule under the sanitizers.)
+    func testAnItemBehindNappingWorkersRuns() {
+        let nappers = 8
+        let stop = Flag()
+        let stopped = Counter()
+        for _ in 0..<nappers {
+            DispatchQueue.global().async {
+                while !stop.isOpen { usleep(300) }
+                _ = stopped.increment()
+            }
+        }
+        let probe = Flag()
+        DispatchQueue.global().async { probe.open() }
+        XCTAssertTrue(probe.wait(timeout: patience), "an item waited behind napping workers")
+        stop.open()
+        XCTAssertTrue(eventually { stopped.value == nappers })
+    }
+
+    /// Items on the utility queue that wait for each other all start while the default
+    /// queue is kept full of sleeping items: a root left waiting behind a higher one is
+    /// served (the monitor's third rule; see the previous test for why this one is mostly
+    /// for the sanitizers).
+    func testUtilityItemsBesideAFullDefaultQueueAllStart() {
+        let stop = Flag()
+        let fed = Counter()
+        @Sendable func feed() {
+            usleep(2000)
+            _ = fed.increment()
+            if !stop.isOpen { DispatchQueue.global().async { feed() } }
+        }
+        for _ in 0..<8 { DispatchQueue.global().async { feed() } }
+        let parties = 3
+        let rendezvous = Rendezvous(expected: parties)
+        for _ in 0..<parties { DispatchQueue.global(qos: .utility).async { rendezvous.arrive() } }
+        XCTAssertTrue(eventually(within: patience + 10) { rendezvous.finished == parties })
+        XCTAssertEqual(rendezvous.passed.value, parties, "utility items did not all run beside the full default queue")
+        stop.open()
+    }
 }

@@ -73,7 +73,8 @@ typedef struct gc_continuation_s {
     void *group;          // group to leave after running, or NULL
     void *owner;          // queue whose width the item holds while it runs, or NULL
     void *waiter;         // dispatch_after: the target queue until it fires;
-                          // a depot batch's head: the next batch
+                          // a depot batch's head: the next batch;
+                          // a syncWaiter node lent to its caller: the lender's SyncLoan
     uintptr_t waiter_word;// syncWaiter/syncHandoff: the futex word (low 32 bits) the sync caller
                           // sleeps on, 0 until it may go on
 } gc_continuation_t;

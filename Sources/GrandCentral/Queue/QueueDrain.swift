@@ -282,23 +282,29 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
     let group = node.pointee.group
     let owner = node.pointee.owner
     if !flags.contains(.syncWaiter) { ContinuationCache.recycle(node) }
+    // A sync caller's node runs here only on the thread that runs the main queue's work;
+    // anywhere else its queue left the main queue after the caller pushed it, and the caller
+    // runs the function itself under this thread's levels. The node is the caller's: not
+    // touched after either wake.
+    let waiter = flags.contains(.syncWaiter)
     if flags.contains(.redirected) {
         // The owner's self-reference (held while it has items in flight) keeps it alive.
         let ownerQueue = Unmanaged<DispatchQueue>.fromOpaque(owner!)
         ownerQueue._withUnsafeGuaranteedRef { queue in
             let recorded = ThreadNames.enter(queue)
-            HeldQueues.entering(queue, exclusive: false) { function(context) }
+            HeldQueues.entering(queue, exclusive: false) {
+                if waiter { SyncLoan.runOrLend(node, function, context) } else { function(context) }
+            }
             ThreadNames.leave(recorded)
             queue.releaseWidth()
         }
+    } else if waiter {
+        SyncLoan.runOrLend(node, function, context)
     } else {
         function(context)
     }
     if flags.contains(.groupMember) {
         // The group's self-reference (held while its count is non-zero) keeps it alive.
         Unmanaged<DispatchGroup>.fromOpaque(group!)._withUnsafeGuaranteedRef { $0.leave() }
-    }
-    if flags.contains(.syncWaiter) {
-        SyncWaiter.wake(node)
     }
 }

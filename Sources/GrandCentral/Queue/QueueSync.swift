@@ -26,6 +26,14 @@ import Glibc
 //   reserved for the node — and wakes the caller, who goes on to the next level. A caller
 //   thus climbs a chain level by level, holding what it has taken, as libdispatch's does.
 //
+// - Retargeting while a caller waits. A caller that climbs onto the main queue (its queue
+//   was retargeted onto it meanwhile) has the main thread run the function under the levels
+//   it holds (`runUnderCallerFrames`), or runs it itself if it is the main thread. A caller
+//   that parked for the main thread (`syncWaiter`) whose queue then left the main queue is
+//   reached by a drain on a worker; that drain lends it its levels (`SyncLoan`) instead of
+//   running the function. Either way the function runs on the caller's thread or on the
+//   main thread, with every level's frame.
+//
 // Rejected: running the function on the drainer's thread and waking the caller afterwards
 // (GrandCentral's first version). Exclusion is trivial that way, but the function loses
 // its thread: thread-local storage, errno, a recursive mutex the caller holds,
@@ -42,20 +50,28 @@ enum SyncWaiter {
             .assumingMemoryBound(to: UInt32.self)
     }
 
+    /// The word's values: 0 while the caller waits; `released` when it may go on (its
+    /// function ran, or the queue is handed to it); `lent` when a drainer lends it its
+    /// levels to run the function under (`SyncLoan`, in the node's `waiter`).
+    static let released: UInt32 = 1
+    static let lent: UInt32 = 2
+
     /// Lets the caller parked on `node` go on. The node is on the caller's stack, which may
-    /// be gone as soon as the word is 1: nothing touches the node after the store (a futex
+    /// be gone as soon as the word is set: nothing touches the node after the store (a futex
     /// wake on a dead address is harmless; every futex wait here tolerates spurious wakes).
     @inline(__always)
-    static func wake(_ node: Continuation) {
+    static func wake(_ node: Continuation, _ value: UInt32 = released) {
         let w = word(of: node)
-        gc_word_store(w, 1)
+        gc_word_store(w, value)
         gc_futex_wake(w, 1)
     }
 
     /// Pushes a waiter node with `flags` onto `queue` and parks until it is woken. The wait
     /// is announced to the pool (BlockingRegion), so a worker that waits here is replaced.
+    /// Returns the lender's `SyncLoan` when the node was lent to the caller (a `syncWaiter`
+    /// node reached by a drain off the main thread), else nil.
     static func park(on queue: DispatchQueue, flags: ContinuationFlags,
-                     _ function: DispatchFunction?, _ context: UnsafeMutableRawPointer?) {
+                     _ function: DispatchFunction?, _ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
         withUnsafeTemporaryAllocation(of: gc_continuation_t.self, capacity: 1) { buffer in
             let node = buffer.baseAddress!
             node.initialize(to: gc_continuation_t(next: nil, function: function, context: context,
@@ -66,8 +82,80 @@ enum SyncWaiter {
             BlockingRegion.enter()
             while gc_word_load(w) == 0 { _ = gc_futex_wait(w, 0, -1) }
             BlockingRegion.leave()
+            // The waker stored `waiter` before the word (gc_word_store releases, gc_word_load
+            // acquires).
+            return gc_word_load(w) == lent ? node.pointee.waiter : nil
         }
     }
+}
+
+/// A `syncWaiter` node reached by a drain on a thread that does not run the main queue's
+/// work: the queue was retargeted off the main queue after the caller pushed its node (or
+/// a queue above it was). The drainer must not run the function (it would run on a worker,
+/// not on the caller's thread); it lends the caller what it holds instead. It stores its
+/// levels (its innermost held frame, whose chain covers the queue the node was on and every
+/// queue above it that the drainer holds) and a futex word of its own in a `SyncLoan` on its
+/// stack, wakes the caller with `SyncWaiter.lent`, and waits (announced to the pool) until
+/// the caller has run the function under those frames and set the word. Exclusion is the
+/// drainer's: it holds the levels throughout, as if it ran the item itself.
+///
+/// Rejected: converting such a node into a hand-off (the drain stops and the caller climbs
+/// on from the queue). Every drain kind would need a second hand-off path, and a redirected
+/// node is already past its queue's drain, holding a unit of width on the way to a root.
+struct SyncLoan {
+    var frames: UnsafeMutablePointer<gc_held_frame_t>?
+    var done: UInt32 = 0
+
+    /// Runs a `syncWaiter` node's function here if this thread runs the main queue's work
+    /// (the main thread, or whoever drains the main queue), else lends it to its caller.
+    static func runOrLend(_ node: Continuation, _ function: DispatchFunction, _ context: UnsafeMutableRawPointer?) {
+        if isMainThread() || HeldQueues.contains(where: { queue, _ in queue.role == .main || queue.role == .runloop }) {
+            function(context)
+            SyncWaiter.wake(node)
+            return
+        }
+        if ThreadPool.shared.debug {
+            DebugLog.pool("a drain off the main thread reached a dispatch_sync caller's node whose queue left the main "
+                + "queue: lending the caller its levels, waiting until its function has run")
+        }
+        var loan = SyncLoan(frames: gc_held_top())
+        withUnsafeMutablePointer(to: &loan) { pointer in
+            node.pointee.waiter = UnsafeMutableRawPointer(pointer)
+            let w = UnsafeMutableRawPointer(pointer).advanced(by: MemoryLayout<SyncLoan>.offset(of: \.done)!)
+                .assumingMemoryBound(to: UInt32.self)
+            SyncWaiter.wake(node, SyncWaiter.lent)
+            BlockingRegion.enter()
+            while gc_word_load(w) == 0 { _ = gc_futex_wait(w, 0, -1) }
+            BlockingRegion.leave()
+        }
+    }
+
+    /// The caller's side: runs the function under the lender's frames, then lets the
+    /// lender go on. Nothing touches the loan after the store.
+    static func runLent(_ raw: UnsafeMutableRawPointer, _ function: DispatchFunction, _ context: UnsafeMutableRawPointer?) {
+        let loan = raw.assumingMemoryBound(to: SyncLoan.self)
+        let previous = gc_held_top()
+        gc_held_restore(loan.pointee.frames)
+        function(context)
+        gc_held_restore(previous)
+        let w = raw.advanced(by: MemoryLayout<SyncLoan>.offset(of: \.done)!).assumingMemoryBound(to: UInt32.self)
+        gc_word_store(w, 1)
+        gc_futex_wake(w, 1)
+    }
+}
+
+/// A sync caller that climbed onto the main queue (`syncClimb`): the main thread runs the
+/// function under the caller's levels, linked above its own frames.
+private struct MainThreadCall {
+    let call: UnsafeMutablePointer<SyncCall>
+    let outermost: UnsafeMutablePointer<gc_held_frame_t>
+}
+
+private let runUnderCallerFrames: DispatchFunction = { raw in
+    let pointee = raw!.assumingMemoryBound(to: MainThreadCall.self).pointee
+    let previous = gc_held_enter_chain(pointee.call.pointee.innermost!, pointee.outermost)
+    pointee.call.pointee.function(pointee.call.pointee.context)
+    gc_held_restore(previous)
 }
 
 /// One sync call climbing its target chain (on the caller's stack).
@@ -119,7 +207,8 @@ extension DispatchQueue {
         if trySyncAcquire(exclusive: exclusive) { return }
         // The node is a barrier exactly when the caller needs the drain lock, so a
         // concurrent drain hands it the lock (and a serial drain ignores the flag).
-        SyncWaiter.park(on: self, flags: exclusive ? [.syncHandoff, .barrier] : .syncHandoff, nil, nil)
+        // A hand-off node is never lent (only `syncWaiter` nodes are): nothing to run here.
+        _ = SyncWaiter.park(on: self, flags: exclusive ? [.syncHandoff, .barrier] : .syncHandoff, nil, nil)
     }
 
     /// Gives back what `syncAcquire` took, as the end of a drain would: the drain lock is
@@ -237,10 +326,20 @@ extension DispatchQueue {
                 let previous = gc_held_enter_chain(call.pointee.innermost!, f)
                 call.pointee.function(call.pointee.context)
                 gc_held_restore(previous)
+            case .main where isMainThread():
+                // Retargeted onto the main queue while the main thread climbed: it runs the
+                // main queue's work, here as anywhere (waiting for its own drain would never
+                // end).
+                let previous = gc_held_enter_chain(call.pointee.innermost!, f)
+                call.pointee.function(call.pointee.context)
+                gc_held_restore(previous)
             case .main, .runloop:
-                // Retargeted onto the main queue (or a run loop's) while we climbed: its
-                // work belongs to the main thread (the loop's thread).
-                next.syncOnMainThread(call.pointee.function, call.pointee.context, barrier: false)
+                // Retargeted onto the main queue while we climbed: its work belongs to the
+                // main thread, which runs it under the levels we hold.
+                var onMain = MainThreadCall(call: call, outermost: f)
+                withUnsafeMutablePointer(to: &onMain) {
+                    next.syncOnMainThread(runUnderCallerFrames, UnsafeMutableRawPointer($0), barrier: false)
+                }
             case .serial, .concurrent:
                 next.syncClimb(exclusive: next.isSerial, call, inner: f)
             }
@@ -263,7 +362,10 @@ extension DispatchQueue {
     /// main thread's drain runs the function (`syncWaiter`) and then wakes the caller.
     final func syncOnMainThread(_ function: DispatchFunction, _ context: UnsafeMutableRawPointer?,
                                 barrier: Bool) {
-        SyncWaiter.park(on: self, flags: barrier ? [.syncWaiter, .barrier] : .syncWaiter, function, context)
+        if let loan = SyncWaiter.park(on: self, flags: barrier ? [.syncWaiter, .barrier] : .syncWaiter, function, context) {
+            // Retargeted off the main queue meanwhile: a drain lent us its levels.
+            SyncLoan.runLent(loan, function, context)
+        }
     }
 
     /// A sync that must wait for a queue this thread is itself inside of would wait

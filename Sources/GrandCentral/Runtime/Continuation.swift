@@ -11,8 +11,10 @@ struct ContinuationFlags: OptionSet {
     /// Runs alone on its (concurrent) queue: after everything before it, before everything after it.
     static let barrier = ContinuationFlags(rawValue: 1 << 0)
     /// A `dispatch_sync` onto a queue whose work runs on the main thread: the drainer runs
-    /// the function, then wakes the waiter parked on `waiter_word`. The node lives on the
-    /// waiter's stack: never recycled.
+    /// the function, then wakes the waiter parked on `waiter_word`; a drainer that is not
+    /// running the main queue's work (the queue was retargeted off it meanwhile) lends the
+    /// caller its levels instead (`SyncLoan`). The node lives on the waiter's stack: never
+    /// recycled.
     static let syncWaiter = ContinuationFlags(rawValue: 1 << 1)
     /// `context` is a queue whose drain this node schedules (a queue's wakeup on its target).
     static let drainQueue = ContinuationFlags(rawValue: 1 << 2)

@@ -55,7 +55,9 @@ import Synchronization
 ///    the highest such root, one item per decision). Workers take the highest QoS first, so
 ///    a default queue kept full of sleeping items would otherwise leave a utility queue's
 ///    items waiting for ever however many threads rules 1 and 2 add; libdispatch gives each
-///    QoS its own threads on Linux and runs them.
+///    QoS its own threads on Linux and runs them. Only a root below every root a busy
+///    worker serves is favored: a root the workers are already busy with (or are busy
+///    below) is not waiting behind higher work, and favoring it would invert priorities.
 ///
 /// Why this does not snowball (the reason the old monitor waited a whole second before it
 /// counted a worker blocked in `futex`). Under allocation-heavy load — 200,000 serial
@@ -295,6 +297,14 @@ final class StarvationMonitor: @unchecked Sendable {
     private func favorRootWaitingBehind(_ pool: ThreadPool) {
         var workAbove = false
         var chosen = -1
+        // The lowest root (highest `scanOrder` index) a busy worker is serving. A root at or
+        // above it is not left behind higher ones: the pool is busy with it, or with lower
+        // work (favoring it then would hand the workers to a low root while a higher one
+        // starves: background items of 200 ms kept user-interactive items waiting ~1 s).
+        var lowestServed = -1
+        for worker in pool.snapshotWorkers() where worker.busy.load(ordering: .relaxed) {
+            lowestServed = max(lowestServed, pool.scanOrder.count - 1 - worker.rootIndex.load(ordering: .relaxed))
+        }
         for (i, root) in pool.scanOrder.enumerated() {
             let (empty, pops) = root._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.pops.load(ordering: .relaxed)) }
             let served = pops != rootPopsSeen[i]
@@ -303,7 +313,7 @@ final class StarvationMonitor: @unchecked Sendable {
                 rootWaitingTicks[i] = 0
             } else {
                 rootWaitingTicks[i] += 1
-                if workAbove && chosen < 0 && rootWaitingTicks[i] >= waitingBehindTicks {
+                if workAbove && chosen < 0 && rootWaitingTicks[i] >= waitingBehindTicks && i > lowestServed {
                     chosen = i
                     rootWaitingTicks[i] = 0
                 }
