@@ -41,6 +41,12 @@ failed=()
 no_reference=(source_proc source_vnode)
 
 for name in "${tests[@]}"; do
+  # libdispatch ends a dispatch_sync onto a run-loop queue from another thread with a trap
+  # (__DISPATCH_WAIT_FOR_QUEUE__); GrandCentral runs it on the loop's thread.
+  if [ "$name" = runloop_sync ]; then
+    printf '%-16s skipped (libdispatch traps on a dispatch_sync onto a run-loop queue)\n' "$name"
+    continue
+  fi
   if [[ " ${no_reference[*]} " == *" $name "* ]]; then
     printf '%-16s skipped (libdispatch on Linux has no such source type)\n' "$name"
     continue
