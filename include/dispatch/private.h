@@ -375,4 +375,28 @@ DISPATCH_EXPORT _os_object_t _os_object_retain_internal_n(_os_object_t object, u
 DISPATCH_EXPORT void _os_object_release_internal(_os_object_t object);
 DISPATCH_EXPORT void _os_object_release_internal_n(_os_object_t object, uint16_t n);
 
+/* MARK: fork */
+
+/* Whether the library has started a thread in this process (since the last fork). Code that
+ * must keep a process single-threaded for its forked children checks it before using
+ * dispatch. */
+DISPATCH_EXPORT DISPATCH_NOTHROW bool _dispatch_is_multithreaded(void);
+
+/* Whether this process is the child of a fork taken while the parent was multithreaded by
+ * dispatch. Such a child must not use dispatch (GrandCentral does not rebuild its threads in
+ * the child yet); async-signal-safe calls, _exit and exec are fine. */
+DISPATCH_EXPORT DISPATCH_NOTHROW bool _dispatch_is_fork_of_multithreaded_parent(void);
+
+/* With true: any dispatch call that would start a thread is a client bug (and the call
+ * itself is one if dispatch has already started threads); with false: allowed again. Not
+ * inherited by a forked child. */
+DISPATCH_EXPORT DISPATCH_NOTHROW void _dispatch_prohibit_transition_to_multithreaded(bool prohibit);
+
+/* libdispatch's pthread_atfork handlers. prepare and parent do nothing; the library
+ * registers its own child handler, and dispatch_atfork_child records the same facts again
+ * (calling it is harmless). */
+DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_prepare(void);
+DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_parent(void);
+DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_child(void);
+
 #endif /* __DISPATCH_PRIVATE__ */
