@@ -140,7 +140,8 @@ dispatch_source_get_extended_data(dispatch_source_t source,
 /*!
  * @function dispatch_source_set_mandatory_cancel_handler
  * Sets the cancel handler, like dispatch_source_set_cancel_handler(), and makes it
- * mandatory: releasing the source's last reference before cancelling it is a client bug.
+ * mandatory: releasing the source's last reference before cancelling it is a client bug,
+ * and so are setting it on an active source and changing any handler after activation.
  */
 #ifdef __BLOCKS__
 DISPATCH_EXPORT DISPATCH_NONNULL_ALL DISPATCH_NOTHROW
