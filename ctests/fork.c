@@ -1,9 +1,9 @@
 // fork (private.h): the multithreaded facts and the atfork calls. GrandCentral registers its
 // own pthread_atfork child handler, so a child of a multithreaded parent knows it is one
 // (libdispatch on Linux: nothing calls its handler, the child reports "multithreaded, not a
-// fork child"; those checks are GrandCentral-only). Rebuilding dispatch in such a child is
-// not done yet, so the child here only checks the facts and calls async-signal-safe
-// functions; a child forked before any dispatch thread existed uses dispatch fully.
+// fork child"; those checks are GrandCentral-only). GrandCentral's child of a busy parent
+// with armed timers uses queues, groups, dispatch_after and a timer source, and never runs
+// the parent's pending work (GrandCentral-only: libdispatch's child hangs or crashes).
 #include "check.h"
 
 #ifdef GC_REFERENCE_LIBDISPATCH
@@ -37,6 +37,15 @@ static int single_threaded_child(void) {
 	if (atomic_load(&fired) < 110) return 3;
 	return _dispatch_is_multithreaded() ? 0 : 4;
 }
+
+// The parent's pending work, which a child must never run.
+static atomic_long parent_work_in_child;
+static pid_t parent_pid;
+static void parent_only(void *context) {
+	(void)context;
+	if (getpid() != parent_pid) atomic_fetch_add(&parent_work_in_child, 1);
+}
+static void block_a_while(void *context) { (void)context; usleep(20000); }
 
 static int wait_child(pid_t child) {
 	int status = 0;
@@ -110,6 +119,39 @@ int main(void) {
 		}
 		CHECKF(wait_child(child) == 0, "round %d", round);
 	}
+
+#ifndef GC_REFERENCE_LIBDISPATCH
+	// libdispatch's child hangs or crashes here (nothing rebuilds its threads on Linux).
+	check_section("a child of a busy parent with armed timers uses dispatch: 20 forks");
+	parent_pid = getpid();
+	dispatch_source_t parent_timer = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+	dispatch_source_set_event_handler_f(parent_timer, noop_function);
+	dispatch_source_set_timer(parent_timer, DISPATCH_TIME_NOW, NSEC_PER_MSEC, 0);
+	dispatch_activate(parent_timer);
+	dispatch_queue_t busy = dispatch_queue_create("busy", NULL);
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 4; i++) dispatch_async_f(dispatch_get_global_queue(0, 0), NULL, block_a_while);
+		dispatch_async_f(busy, NULL, block_a_while);
+		for (int i = 0; i < 100; i++) dispatch_async_f(busy, NULL, parent_only);
+		dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 30 * NSEC_PER_MSEC), busy, NULL, parent_only);
+		child = fork();
+		CHECK(child >= 0);
+		if (child == 0) {
+			atomic_store(&fired, 0);
+			int code = single_threaded_child();
+			if (code == 0) {
+				sleep_ms(60);   // the parent's dispatch_after would have fired by now
+				if (atomic_load(&parent_work_in_child) != 0) code = 9;
+			}
+			_exit(code);
+		}
+		CHECKF(wait_child(child) == 0, "round %d", round);
+	}
+	dispatch_source_cancel(parent_timer);
+	dispatch_release(parent_timer);
+	dispatch_sync_f(busy, NULL, noop_function);
+	dispatch_release(busy);
+#endif
 	dispatch_sync_f(q, NULL, noop_function);
 	CHECK(_dispatch_is_multithreaded());
 	CHECK(!_dispatch_is_fork_of_multithreaded_parent());

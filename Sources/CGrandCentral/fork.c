@@ -5,9 +5,8 @@
 //
 // The pthread_atfork child handler runs in the child's only thread, before fork() returns.
 // It must not block (the parent's threads, and whatever locks they held, are gone): it
-// only stores to atomics. It does not rebuild the thread pool, the event thread or the
-// queues' state for the child: a child of a multithreaded parent that uses dispatch meets
-// the parent's state without the parent's threads, as with libdispatch on Linux.
+// stores to atomics and calls the engine's hook (GrandCentral/Runtime/Fork.swift), which
+// only stores and closes descriptors.
 #include "CGrandCentral.h"
 
 #include <pthread.h>
@@ -17,16 +16,24 @@ static atomic_int gc_multithreaded;
 static atomic_int gc_fork_child_of_multithreaded;
 static atomic_int gc_multithreaded_prohibited;
 static pthread_once_t gc_atfork_once = PTHREAD_ONCE_INIT;
+static void (*_Atomic gc_fork_child_hook)(void);
 
 static void gc_atfork_child(void) {
     if (atomic_load(&gc_multithreaded)) {
         atomic_store(&gc_fork_child_of_multithreaded, 1);
         atomic_store(&gc_multithreaded, 0);   // the child has one thread until it starts more
+        void (*hook)(void) = atomic_load(&gc_fork_child_hook);
+        if (hook) hook();
     }
     atomic_store(&gc_multithreaded_prohibited, 0);   // not inherited, as in libdispatch
 }
 
 static void gc_atfork_register(void) { pthread_atfork(NULL, NULL, gc_atfork_child); }
+
+void gc_fork_set_child_hook(void (*hook)(void)) {
+    atomic_store(&gc_fork_child_hook, hook);
+    pthread_once(&gc_atfork_once, gc_atfork_register);
+}
 
 void gc_fork_child_now(void) { gc_atfork_child(); }
 

@@ -384,8 +384,12 @@ DISPATCH_EXPORT void _os_object_release_internal_n(_os_object_t object, uint16_t
 DISPATCH_EXPORT DISPATCH_NOTHROW bool _dispatch_is_multithreaded(void);
 
 /* Whether this process is the child of a fork taken while the parent was multithreaded by
- * dispatch. Such a child must not use dispatch (GrandCentral does not rebuild its threads in
- * the child yet); async-signal-safe calls, _exit and exec are fine. */
+ * dispatch. Unlike libdispatch's, such a child may use dispatch: the library's own atfork
+ * handler leaves it with no threads and empty global and main queues, and the pool, the event
+ * thread and timers start again on first use. Work pending in the parent is the parent's;
+ * queues and sources that were busy or armed at the fork belong to the parent and must not
+ * be used; fork from a dispatch worker thread is not supported. A child that calls only
+ * async-signal-safe functions and _exit or exec is never blocked. */
 DISPATCH_EXPORT DISPATCH_NOTHROW bool _dispatch_is_fork_of_multithreaded_parent(void);
 
 /* With true: any dispatch call that would start a thread is a client bug (and the call
@@ -394,8 +398,8 @@ DISPATCH_EXPORT DISPATCH_NOTHROW bool _dispatch_is_fork_of_multithreaded_parent(
 DISPATCH_EXPORT DISPATCH_NOTHROW void _dispatch_prohibit_transition_to_multithreaded(bool prohibit);
 
 /* libdispatch's pthread_atfork handlers. prepare and parent do nothing; the library
- * registers its own child handler, and dispatch_atfork_child records the same facts again
- * (calling it is harmless). */
+ * registers its own child handler, and dispatch_atfork_child records the fork facts again
+ * (calling it is harmless; the reset for the child has already happened). */
 DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_prepare(void);
 DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_parent(void);
 DISPATCH_EXPORT DISPATCH_NOTHROW void dispatch_atfork_child(void);

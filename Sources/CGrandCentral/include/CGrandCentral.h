@@ -46,6 +46,9 @@ bool gc_is_multithreaded(void);
 bool gc_is_fork_child_of_multithreaded(void);
 /// _dispatch_prohibit_transition_to_multithreaded: a client bug if threads already exist.
 void gc_prohibit_multithreaded(bool prohibit);
+/// Sets the engine's reset for the child of a fork (Runtime/Fork.swift), which the
+/// pthread_atfork child handler calls when the parent was multithreaded.
+void gc_fork_set_child_hook(void (*hook)(void));
 /// The child handler, run by hand (dispatch_atfork_child).
 void gc_fork_child_now(void);
 /// The kernel thread id of the caller.

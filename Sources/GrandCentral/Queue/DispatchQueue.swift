@@ -231,6 +231,12 @@ let drainTrampoline: DispatchFunction = { context in
 
 /// A tiny test-and-test-and-set lock for rarely contended, very short sections. A
 /// non-copyable struct, so it lives inline in its owner (no allocation per queue).
+/// A SpinLock with a reference's identity, for a static (a noncopyable struct cannot be
+/// a static stored property's value behind a lazy initialiser on every toolchain).
+final class SpinLockBox: Sendable {
+    let lock = SpinLock()
+}
+
 struct SpinLock: ~Copyable, @unchecked Sendable {
     private let locked = Atomic<Bool>(false)
     init() {}
@@ -246,6 +252,9 @@ struct SpinLock: ~Copyable, @unchecked Sendable {
     }
     @inline(__always)
     func unlock() { locked.store(false, ordering: .releasing) }
+
+    /// The child of a fork: a parent's thread may have held it; that thread is gone.
+    func resetInForkChild() { locked.store(false, ordering: .relaxed) }
     @inline(__always)
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock(); defer { unlock() }
