@@ -57,23 +57,22 @@ final class EventLoop: @unchecked Sendable {
     /// does not exist. An unmanaged retained reference, loaded acquiring: the loop was
     /// fully initialised before it was published (releasing).
     static var shared: EventLoop {
-        if let loop = installed.load(ordering: .acquiring) {
-            return Unmanaged<EventLoop>.fromOpaque(loop).takeUnretainedValue()
-        }
+        let bits = installed.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
         return installShared()
     }
-    private static let installed = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// The loop's address (an unmanaged retained reference), or 0 before the first use.
+    private static let installed = Atomic<UInt>(0)
     private static let installLock = SpinLockBox()
 
     @inline(never)
     private static func installShared() -> EventLoop {
         installLock.lock.lock()
         defer { installLock.lock.unlock() }
-        if let loop = installed.load(ordering: .acquiring) {
-            return Unmanaged<EventLoop>.fromOpaque(loop).takeUnretainedValue()
-        }
+        let bits = installed.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
         let loop = EventLoop()
-        installed.store(Unmanaged.passRetained(loop).toOpaque(), ordering: .releasing)
+        installed.store(UInt(bitPattern: Unmanaged.passRetained(loop).toOpaque()), ordering: .releasing)
         return loop
     }
 
@@ -84,8 +83,9 @@ final class EventLoop: @unchecked Sendable {
     /// create a loop of the child's own. Single-threaded; no allocation, no locks.
     static func forgetInForkChild() {
         installLock.lock.resetInForkChild()
-        guard let raw = installed.exchange(nil, ordering: .relaxed) else { return }
-        let loop = Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+        let bits = installed.exchange(0, ordering: .relaxed)
+        if bits == 0 { return }
+        let loop = Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
         _ = close(loop.poll)
         _ = close(loop.wakeupDescriptor)
         for descriptor in loop.timerDescriptors where descriptor >= 0 { _ = close(descriptor) }
