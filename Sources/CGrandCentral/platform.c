@@ -118,6 +118,7 @@ static void *gc_thread_trampoline(void *raw) {
 }
 
 int gc_thread_create(void (*body)(void *), void *argument, const char *name) {
+    gc_note_thread_start();   // fork.c: the process becomes (or is) multithreaded
     struct gc_thread_start *start = malloc(sizeof *start);
     if (!start) return ENOMEM;
     start->body = body;

@@ -87,3 +87,20 @@ GC_DATA_FORMAT(utf_any, 4);
 GC_DATA_FORMAT(base32, 5);
 GC_DATA_FORMAT(base32hex, 6);
 GC_DATA_FORMAT(base64, 7);
+
+// Foundation's autorelease-pool hooks (private.h): libdispatch calls them around work
+// items of queues whose autorelease frequency is DISPATCH_AUTORELEASE_FREQUENCY_WORK_ITEM,
+// when a runtime has set them. swift-corelibs-foundation never sets them (there is no
+// autorelease pool on Linux) and GrandCentral never calls them: they exist so a program that
+// assigns them links and runs, and read back what it stored.
+void *(*_dispatch_begin_NSAutoReleasePool)(void);
+void (*_dispatch_end_NSAutoReleasePool)(void *);
+
+// dispatch_queue_offsets (private.h): libdispatch's description of its queue struct for
+// debuggers and crash reporters (version, then offset and size of the label, flags, serial
+// number, width, running count, suspend count, target queue and priority fields). A
+// GrandCentral queue handle is a Swift object whose layout the compiler chooses, so this
+// describes no field: every offset and size is 0, which readers of the structure take as
+// "not present" (libdispatch's own flags entry is 0, 0). The version is libdispatch's, 6.
+// (The struct is declared in private.h.)
+const struct dispatch_queue_offsets_s dispatch_queue_offsets = { .dqo_version = 6 };

@@ -269,3 +269,46 @@ intptr_t dispatch_block_testcancel(dispatch_block_t block)
 	struct gc_work_item *item = gc_work_item_checked(block, "dispatch_block_testcancel");
 	return (atomic_load(&item->state) & GC_WORK_ITEM_CANCELLED) != 0;
 }
+
+// MARK: - Private calls (private.h)
+
+// libdispatch's way for other runtimes to recognise a block made by dispatch_block_create:
+// its invoke function. Every work item here has the same one.
+void *const _dispatch_block_special_invoke = (void *)gc_work_item_invoke;
+
+// Vouchers are Darwin's (resource accounting carried across IPC); libdispatch on Linux has
+// none, and these take the voucher argument only to ignore it.
+dispatch_block_t dispatch_block_create_with_voucher(dispatch_block_flags_t flags, voucher_t voucher,
+		dispatch_block_t block)
+{
+	(void)voucher;
+	if (block == NULL) gc_client_bug("dispatch_block_create_with_voucher", "block is NULL");
+	if ((flags & ~GC_WORK_ITEM_VALID_FLAGS) != 0) return NULL;
+	return gc_work_item_create(flags, QOS_CLASS_UNSPECIFIED, 0, block,
+			"dispatch_block_create_with_voucher");
+}
+
+dispatch_block_t dispatch_block_create_with_voucher_and_qos_class(dispatch_block_flags_t flags,
+		voucher_t voucher, dispatch_qos_class_t qos_class, int relative_priority, dispatch_block_t block)
+{
+	(void)voucher;
+	if (block == NULL) gc_client_bug("dispatch_block_create_with_voucher_and_qos_class", "block is NULL");
+	if ((flags & ~GC_WORK_ITEM_VALID_FLAGS) != 0) return NULL;
+	if (!gc_qos_class_is_valid(qos_class, relative_priority)) return NULL;
+	return gc_work_item_create(flags, qos_class, relative_priority, block,
+			"dispatch_block_create_with_voucher_and_qos_class");
+}
+
+// libdispatch's internal constructor behind the calls above, exported by its build:
+// (flags, voucher, pthread priority, block). Flags outside the public set are
+// libdispatch's internal bookkeeping and are dropped; the voucher and the pthread
+// priority (a Darwin encoding) are ignored.
+dispatch_block_t _dispatch_block_create(dispatch_block_flags_t flags, voucher_t voucher,
+		unsigned long priority, dispatch_block_t block)
+{
+	(void)voucher;
+	(void)priority;
+	if (block == NULL) gc_client_bug("_dispatch_block_create", "block is NULL");
+	return gc_work_item_create(flags & GC_WORK_ITEM_VALID_FLAGS, QOS_CLASS_UNSPECIFIED, 0, block,
+			"_dispatch_block_create");
+}

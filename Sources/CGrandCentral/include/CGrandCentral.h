@@ -34,6 +34,23 @@ uint64_t gc_walltime_ns(void);    // CLOCK_REALTIME
 /// so no signal lands in the window, and the mask it passes on to processes it spawns
 /// is the program's own, not an all-blocked one. Returns 0 or an errno.
 int gc_thread_create(void (*body)(void *), void *argument, const char *name);
+
+// MARK: - Fork (fork.c)
+
+/// Reports a thread start (gc_thread_create calls it): a client bug while starting threads
+/// is prohibited; otherwise the process is multithreaded from now on.
+void gc_note_thread_start(void);
+/// Whether the library has started a thread in this process (since the last fork).
+bool gc_is_multithreaded(void);
+/// Whether this process is the child of a fork taken while the parent was multithreaded.
+bool gc_is_fork_child_of_multithreaded(void);
+/// _dispatch_prohibit_transition_to_multithreaded: a client bug if threads already exist.
+void gc_prohibit_multithreaded(bool prohibit);
+/// Sets the engine's reset for the child of a fork (Runtime/Fork.swift), which the
+/// pthread_atfork child handler calls when the parent was multithreaded.
+void gc_fork_set_child_hook(void (*hook)(void));
+/// The child handler, run by hand (dispatch_atfork_child).
+void gc_fork_child_now(void);
 /// The kernel thread id of the caller.
 int32_t gc_thread_id(void);
 /// Names thread `tid` of this process (what `top -H`, `ps -L` and gdb show), truncated to

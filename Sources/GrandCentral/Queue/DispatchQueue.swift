@@ -12,7 +12,12 @@ import Synchronization
 ///
 /// Who may touch what:
 /// - `state`, `items`, `pendingHead`, `width`, `targetBits`: atomics, any thread.
-/// - `labelPointer`, `qosLevel`, `relativePriority`, `role`: immutable after init.
+/// - `ownedLabel`, `role`: immutable after init.
+/// - `qosLevel`, `relativePriority`: written only while the queue is inactive
+///   (dispatch_set_qos_class and friends), by the client that created it, before anyone
+///   else can see the queue's work; read-only afterwards.
+/// - `borrowedLabel`: atomic; set by dispatch_queue_set_label_nocopy on a queue created
+///   without a label (its storage is the caller's, never freed here).
 /// - `specifics`, `retiredTargets`: guarded by `specificsLock`.
 public class DispatchQueue: DispatchObject, @unchecked Sendable {
     /// What drains this queue and where its work goes.
@@ -56,9 +61,11 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     let targetBits = Atomic<UInt>(0)
     var retiredTargets: [DispatchQueue] = []
     /// strdup'ed label or nil.
-    let labelPointer: UnsafeMutablePointer<CChar>?
-    let qosLevel: QoSLevel
-    let relativePriority: Int32
+    let ownedLabel: UnsafeMutablePointer<CChar>?
+    /// dispatch_queue_set_label_nocopy's label (only when `ownedLabel` is nil), or nil.
+    let borrowedLabel = Atomic<UnsafeMutableRawPointer?>(nil)
+    var qosLevel: QoSLevel
+    var relativePriority: Int32
     /// Root queues only: serializes consumers (the list is multi-producer, single-consumer).
     let rootPopLock = Atomic<Bool>(false)
     /// dispatch_queue_set_specific storage, created on first use.
@@ -72,7 +79,7 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     init(role: Role, label: UnsafePointer<CChar>?, attributes: QueueAttributes,
          target: DispatchQueue?) {
         self.role = role
-        self.labelPointer = label.flatMap { strdup($0) }
+        self.ownedLabel = label.flatMap { strdup($0) }
         self.qosLevel = attributes.qos
         self.relativePriority = attributes.relativePriority
         var initial: UInt64 = 0
@@ -105,9 +112,9 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
         }
         runFinalizer()  // on the target, which must still be alive
         if let target = targetQueue { Unmanaged.passUnretained(target).release() }
-        if let labelPointer {
+        if let ownedLabel {
             ThreadNames.queueWillFree()  // the monitor may be copying it into a thread's name
-            free(labelPointer)
+            free(ownedLabel)
         }
         specifics?.destroyAll()
     }
@@ -146,6 +153,15 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     var handle: UnsafeMutableRawPointer {
         if role == .main, let symbol = gc_main_queue_symbol() { return symbol }
         return Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// The label: the queue's own copy, or the caller's string set by
+    /// dispatch_queue_set_label_nocopy; nil when it has none.
+    @inline(__always)
+    var labelPointer: UnsafeMutablePointer<CChar>? {
+        if let ownedLabel { return ownedLabel }
+        // Acquiring: the caller's string was written before it was handed over.
+        return borrowedLabel.load(ordering: .acquiring)?.assumingMemoryBound(to: CChar.self)
     }
 
     var labelString: String { labelPointer.map { String(cString: $0) } ?? "" }
@@ -222,6 +238,12 @@ let drainTrampoline: DispatchFunction = { context in
 
 /// A tiny test-and-test-and-set lock for rarely contended, very short sections. A
 /// non-copyable struct, so it lives inline in its owner (no allocation per queue).
+/// A SpinLock with a reference's identity, for a static (a noncopyable struct cannot be
+/// a static stored property's value behind a lazy initialiser on every toolchain).
+final class SpinLockBox: Sendable {
+    let lock = SpinLock()
+}
+
 struct SpinLock: ~Copyable, @unchecked Sendable {
     private let locked = Atomic<Bool>(false)
     init() {}
@@ -237,6 +259,9 @@ struct SpinLock: ~Copyable, @unchecked Sendable {
     }
     @inline(__always)
     func unlock() { locked.store(false, ordering: .releasing) }
+
+    /// The child of a fork: a parent's thread may have held it; that thread is gone.
+    func resetInForkChild() { locked.store(false, ordering: .relaxed) }
     @inline(__always)
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock(); defer { unlock() }

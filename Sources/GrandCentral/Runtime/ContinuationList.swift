@@ -31,6 +31,13 @@ struct ContinuationList: ~Copyable {
 
     init() {}
 
+    /// The child of a fork (Runtime/Fork.swift): the nodes are the parent's work; forget
+    /// them (never run, never freed). Single-threaded: the child has one thread.
+    func forgetInForkChild() {
+        head.store(0, ordering: .relaxed)
+        tail.store(0, ordering: .relaxed)
+    }
+
     /// Appends `node`; returns true when the list was empty before (the caller must wake
     /// the queue up).
     @inline(__always)

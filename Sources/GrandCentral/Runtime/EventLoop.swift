@@ -72,8 +72,44 @@ import Synchronization
 /// Handlers never run here. The callbacks this thread calls are the engine's (a queue's
 /// "timer fired" or "descriptor ready" function), and they only push work onto a queue.
 final class EventLoop: @unchecked Sendable {
-    /// The process's event loop; creating it starts the event thread.
-    static let shared = EventLoop()
+    /// The process's event loop, created (and its thread started) on first use. Replaced
+    /// only in the child of a fork (Runtime/Fork.swift), where the parent's event thread
+    /// does not exist. An unmanaged retained reference, loaded acquiring: the loop was
+    /// fully initialised before it was published (releasing).
+    static var shared: EventLoop {
+        let bits = installed.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
+        return installShared()
+    }
+    /// The loop's address (an unmanaged retained reference), or 0 before the first use.
+    private static let installed = Atomic<UInt>(0)
+    private static let installLock = SpinLockBox()
+
+    @inline(never)
+    private static func installShared() -> EventLoop {
+        installLock.lock.lock()
+        defer { installLock.lock.unlock() }
+        let bits = installed.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue() }
+        let loop = EventLoop()
+        installed.store(UInt(bitPattern: Unmanaged.passRetained(loop).toOpaque()), ordering: .releasing)
+        return loop
+    }
+
+    /// The child of a fork: the parent's loop has no thread here, and its descriptors are
+    /// shared with the parent's (an epoll instance, eventfd and timerfds are open file
+    /// descriptions that fork does not copy). Close the child's copies, forget the loop
+    /// (never freed: its registrations and timers are the parent's), and let the next use
+    /// create a loop of the child's own. Single-threaded; no allocation, no locks.
+    static func forgetInForkChild() {
+        installLock.lock.resetInForkChild()
+        let bits = installed.exchange(0, ordering: .relaxed)
+        if bits == 0 { return }
+        let loop = Unmanaged<EventLoop>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+        _ = close(loop.poll)
+        _ = close(loop.wakeupDescriptor)
+        for descriptor in loop.timerDescriptors where descriptor >= 0 { _ = close(descriptor) }
+    }
 
     // MARK: Immutable after init
 
@@ -144,6 +180,7 @@ final class EventLoop: @unchecked Sendable {
     /// Internal so that tests can run a loop of their own; the library uses `shared`.
     /// A loop's thread runs for the rest of the process.
     init() {
+        Fork.install()
         debug = DebugLog.enabled
         var reserved = [Int32](repeating: -1, count: Int(GC_RESERVED_COUNT))
         reserved.withUnsafeMutableBufferPointer { gc_event_take_reserved($0.baseAddress) }

@@ -142,6 +142,12 @@ final class StarvationMonitor: @unchecked Sendable {
     }()
     private let started = Atomic<Bool>(false)
 
+    /// The child of a fork: the monitor thread is the parent's; the next poke starts one.
+    func resetInForkChild() {
+        parked.pointee = 0
+        started.store(false, ordering: .relaxed)
+    }
+
     /// A producer found no idle worker and could not start one.
     @inline(__always)
     func poke() {

@@ -122,6 +122,23 @@ final class ThreadPool: @unchecked Sendable {
         activeCPUs = Int(gc_active_cpu_count())
         threadLimit = ThreadPool.limitFromEnvironment()
         debug = DebugLog.enabled
+        Fork.install()
+    }
+
+    /// The child of a fork (Runtime/Fork.swift): no worker of the parent exists here. Zero
+    /// the counts and forget the workers, so the child's first work starts threads of its
+    /// own. Single-threaded (the child has one thread); stores only.
+    func resetInForkChild() {
+        threads.store(0, ordering: .relaxed)
+        starting.store(0, ordering: .relaxed)
+        idle.store(0, ordering: .relaxed)
+        blocked.store(0, ordering: .relaxed)
+        limitReported.store(false, ordering: .relaxed)
+        idleSemaphore.value.store(0, ordering: .relaxed)
+        idleSemaphore.grants.pointee = 0
+        workersLock.resetInForkChild()
+        workers = []
+        monitor.resetInForkChild()
     }
 
     /// `GRANDCENTRAL_THREAD_LIMIT` if it is a positive integer, else 255.
