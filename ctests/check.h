@@ -257,6 +257,63 @@ static inline bool wait_for_count(atomic_long *value, long target, double second
            "timed out after %g s: %s reached %ld of %ld", (double)(seconds), #value, \
            atomic_load(value), (long)(target))
 
+/// A rendezvous: each arriving item waits until `expected` have arrived (a pthread
+/// condition variable, which the library cannot see), or gives up after 30 s.
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    long arrived;
+    long expected;
+    atomic_long passed;    // items that saw everyone arrive
+    atomic_long gave_up;   // items that timed out waiting
+} rendezvous_t;
+
+static inline void rendezvous_init(rendezvous_t *r, long expected) {
+    pthread_mutex_init(&r->mutex, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    r->arrived = 0;
+    r->expected = expected;
+    atomic_store(&r->passed, 0);
+    atomic_store(&r->gave_up, 0);
+}
+
+static inline long rendezvous_arrived(rendezvous_t *r) {
+    pthread_mutex_lock(&r->mutex);
+    long n = r->arrived;
+    pthread_mutex_unlock(&r->mutex);
+    return n;
+}
+
+static inline void rendezvous_item(void *context) {
+    rendezvous_t *r = context;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 30;
+    pthread_mutex_lock(&r->mutex);
+    if (++r->arrived >= r->expected) pthread_cond_broadcast(&r->cond);
+    int rc = 0;
+    while (r->arrived < r->expected && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&r->cond, &r->mutex, &deadline);
+    bool all = r->arrived >= r->expected;
+    pthread_mutex_unlock(&r->mutex);
+    atomic_fetch_add(all ? &r->passed : &r->gave_up, 1);
+}
+
+/// Waits until every one of `n` rendezvous items has either passed or given up.
+static inline void rendezvous_expect_all(rendezvous_t *r, long n, const char *what) {
+    uint64_t deadline = now_ns() + 40ull * 1000000000ull;
+    while (atomic_load(&r->passed) + atomic_load(&r->gave_up) < n) {
+        CHECKF(now_ns() < deadline, "%s: %ld of %ld arrived, %ld passed", what, rendezvous_arrived(r), n,
+               atomic_load(&r->passed));
+        sleep_ms(1);
+    }
+    CHECKF(atomic_load(&r->passed) == n, "%s: only %ld of %ld items ran at once (%ld gave up)", what,
+           atomic_load(&r->passed), n, atomic_load(&r->gave_up));
+}
+
 /// Counts items running at once and remembers the most seen.
 typedef struct {
     atomic_long running;

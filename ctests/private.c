@@ -63,29 +63,13 @@ static void width(void) {
 
 // MARK: - Overcommit
 
-typedef struct {
-    latch_t all_arrived;
-    atomic_long met;
-    atomic_long finished;
-} rendezvous_t;
-
-static void rendezvous_item(void *context) {
-    rendezvous_t *rendezvous = context;
-    latch_arrive(&rendezvous->all_arrived);
-    if (latch_wait(&rendezvous->all_arrived, 20)) atomic_fetch_add(&rendezvous->met, 1);
-    atomic_fetch_add(&rendezvous->finished, 1);
-}
-
+/// Every one of `parties` items, submitted to `queue`, blocks until all have arrived: they
+/// pass only if they run at once (check.h's rendezvous, 30 s each at most).
 static void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
     rendezvous_t rendezvous;
-    latch_init(&rendezvous.all_arrived, parties);
-    atomic_store(&rendezvous.met, 0);
-    atomic_store(&rendezvous.finished, 0);
+    rendezvous_init(&rendezvous, parties);
     for (long i = 0; i < parties; i++) dispatch_async_f(queue, &rendezvous, rendezvous_item);
-    WAIT_FOR_COUNT(&rendezvous.finished, parties, 40);
-    CHECKF(atomic_load(&rendezvous.met) == parties, "%s: only %ld of %ld blocking items ran at the same time",
-           what, atomic_load(&rendezvous.met), parties);
-    latch_destroy(&rendezvous.all_arrived);
+    rendezvous_expect_all(&rendezvous, parties, what);
 }
 
 static void count_item(void *context) {
