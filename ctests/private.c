@@ -103,9 +103,40 @@ static void overcommit(void) {
     dispatch_release(serial);
 }
 
+// MARK: - Width changed on a live queue (from regressions.c)
+
+// --- dispatch_queue_set_width on a live queue: nothing lost, new width honoured -------
+static atomic_long width_ran;
+static concurrency_t width_concurrency;
+
+static void width_item(void *context) {
+    (void)context;
+    concurrency_enter(&width_concurrency);
+    sleep_ms(20);
+    concurrency_exit(&width_concurrency);
+    atomic_fetch_add(&width_ran, 1);
+}
+
+static void test_set_width_live(void) {
+    check_section("set_width on a queue with items in flight");
+    dispatch_queue_t q = dispatch_queue_create("regress.width", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_set_width(q, 2);
+    for (int i = 0; i < 3; i++) dispatch_async_f(q, NULL, width_item);
+    sleep_ms(5);
+    dispatch_queue_set_width(q, 1);
+    WAIT_FOR_COUNT(&width_ran, 3, 10.0);
+    // After the change, items run one at a time.
+    atomic_store(&width_concurrency.most, 0);
+    for (int i = 0; i < 6; i++) dispatch_async_f(q, NULL, width_item);
+    WAIT_FOR_COUNT(&width_ran, 9, 10.0);
+    CHECK_EQ(atomic_load(&width_concurrency.most), 1);
+    dispatch_release(q);
+}
+
 int main(void) {
     check_start("private", 55);
     width();
+    test_set_width_live();
     overcommit();
     check_pass();
     return 0;
