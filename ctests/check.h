@@ -314,6 +314,15 @@ static inline void rendezvous_expect_all(rendezvous_t *r, long n, const char *wh
            atomic_load(&r->passed), n, atomic_load(&r->gave_up));
 }
 
+/// Every one of `parties` items submitted to `queue` blocks until all have arrived: all
+/// pass only if they run at once.
+static inline void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
+    rendezvous_t r;
+    rendezvous_init(&r, parties);
+    for (long i = 0; i < parties; i++) dispatch_async_f(queue, &r, rendezvous_item);
+    rendezvous_expect_all(&r, parties, what);
+}
+
 /// Counts items running at once and remembers the most seen.
 typedef struct {
     atomic_long running;

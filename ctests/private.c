@@ -63,15 +63,6 @@ static void width(void) {
 
 // MARK: - Overcommit
 
-/// Every one of `parties` items, submitted to `queue`, blocks until all have arrived: they
-/// pass only if they run at once (check.h's rendezvous, 30 s each at most).
-static void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
-    rendezvous_t rendezvous;
-    rendezvous_init(&rendezvous, parties);
-    for (long i = 0; i < parties; i++) dispatch_async_f(queue, &rendezvous, rendezvous_item);
-    rendezvous_expect_all(&rendezvous, parties, what);
-}
-
 static void count_item(void *context) {
     atomic_fetch_add((atomic_long *)context, 1);
 }
