@@ -179,6 +179,16 @@ static inline void sleep_ms(unsigned ms) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
+/// Watches for something that must not happen: sleeps `floor_ms`, or three times
+/// `control_ns` when that is longer. `control_ns` is a positive control measured in the same
+/// run: how long the same thing took when it was meant to happen. A machine loaded enough
+/// to delay it lengthens the watch with it, so "nothing happened" never means "it had no
+/// time to happen".
+static inline void quiet_period(uint64_t control_ns, unsigned floor_ms) {
+    uint64_t ms = 3 * control_ns / 1000000u + 1;
+    sleep_ms(ms > floor_ms ? (unsigned)ms : floor_ms);
+}
+
 /// Spins for `ns` nanoseconds without sleeping (keeps the thread runnable).
 static inline void busy_wait_ns(uint64_t ns) {
     uint64_t end = now_ns() + ns;
