@@ -333,6 +333,21 @@ static inline void expect_parallel(dispatch_queue_t queue, long parties, const c
     rendezvous_expect_all(&r, parties, what);
 }
 
+/// An item that holds its queue until the test opens the gate: blocking_item arrives at
+/// `started`, waits (20 s at most) for `gate`, then counts itself `finished`.
+typedef struct {
+    latch_t started;
+    latch_t gate;
+    atomic_long finished;
+} blocker_t;
+
+static inline void blocking_item(void *context) {
+    blocker_t *b = context;
+    latch_arrive(&b->started);
+    latch_wait(&b->gate, 20);
+    atomic_fetch_add(&b->finished, 1);
+}
+
 /// Counts items running at once and remembers the most seen.
 typedef struct {
     atomic_long running;

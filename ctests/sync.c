@@ -78,19 +78,6 @@ static void waits_for_earlier_items(void) {
     dispatch_release(queue);
 }
 
-typedef struct {
-    latch_t started;
-    latch_t gate;
-    atomic_long finished;
-} blocker_t;
-
-static void blocking_item(void *context) {
-    blocker_t *b = context;
-    latch_arrive(&b->started);
-    latch_wait(&b->gate, 20);
-    atomic_fetch_add(&b->finished, 1);
-}
-
 static void concurrent_sync_does_not_wait(void) {
     check_section("dispatch_sync_f on a concurrent queue does not wait for an unrelated running item");
     dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.sync-concurrent-busy", DISPATCH_QUEUE_CONCURRENT);
