@@ -183,7 +183,7 @@ extension EventLoopTests {
             let freshToken = loop.registerDescriptor(r2, interest: .read, handler: recordReadiness, context: freshContext)
             XCTAssertTrue(eventually { done.count == 1 })
             let oldReports = old.count
-            usleep(2_000)
+            XCTAssertTrue(eventLoopBarrier(loop))
             XCTAssertEqual(fresh.count, 0, "round \(round): the new, empty pipe was reported ready (descriptor \(r2))")
             XCTAssertEqual(old.count, oldReports, "no report after the unregistration completed")
             writeByte(w2)
@@ -207,7 +207,7 @@ extension EventLoopTests {
             let (r1, w1) = makePipe()
             let oldContext = Probe.context(old, round)
             let oldToken = loop.registerDescriptor(r1, interest: .read, handler: recordReadiness, context: oldContext)
-            usleep(1_000)  // let the event thread register it
+            XCTAssertTrue(eventLoopBarrier(loop))  // the event thread registered it (a sleep raced at load 15)
             close(r1)
             close(w1)
             let (r2, w2) = makePipe()
@@ -216,7 +216,7 @@ extension EventLoopTests {
             let freshToken = loop.registerDescriptor(r2, interest: .read, handler: recordReadiness, context: freshContext)
             writeByte(w2)
             XCTAssertTrue(eventually { fresh.count == 1 }, "round \(round): the new pipe was not reported")
-            usleep(2_000)
+            XCTAssertTrue(eventLoopBarrier(loop))
             XCTAssertEqual(old.count, 0, "round \(round): the closed pipe's registration saw the new file's event")
             let done = FireLog()
             loop.unregisterDescriptor(oldToken, completion: recordCompletion, context: Probe.context(done, 1))

@@ -101,6 +101,20 @@ private func uptimeDeadline(afterMilliseconds ms: Int64) -> UInt64 {
 
 private let millisecond: UInt64 = 1_000_000
 
+/// Waits until `loop` has handled every command this thread sent it before, and has polled
+/// its descriptors once since: a timer for now, scheduled after those commands, fires only
+/// after the pass that drained them, and a second one, scheduled after the first fired,
+/// fires only after a later pass delivered whatever epoll reported. The positive control
+/// for "nothing more was reported": a fixed sleep is no proof on a loaded machine.
+func eventLoopBarrier(_ loop: EventLoop) -> Bool {
+    for _ in 0..<2 {
+        let log = FireLog()
+        _ = loop.scheduleTimer(deadline: DispatchClock.now, leeway: 0, fire: recordFire, context: Probe.context(log, 0))
+        if !eventually({ log.count == 1 }) { return false }
+    }
+    return true
+}
+
 final class EventLoopTests: XCTestCase {
     // MARK: - Timer heap
 
