@@ -220,6 +220,64 @@ static void blocks(void) {
 }
 #endif
 
+// MARK: - Regressions (from regressions.c): apply and barriers, apply inside a narrow queue
+
+// --- dispatch_apply on a concurrent queue waits behind an earlier barrier -------------
+static atomic_int in_barrier;
+static atomic_int overlapping;
+
+static void long_barrier(void *context) {
+    (void)context;
+    atomic_store(&in_barrier, 1);
+    sleep_ms(200);
+    atomic_store(&in_barrier, 0);
+}
+
+static void apply_iteration(void *context, size_t index) {
+    (void)context;
+    (void)index;
+    if (atomic_load(&in_barrier)) atomic_fetch_add(&overlapping, 1);
+    sleep_ms(1);
+}
+
+static void test_apply_respects_barrier(void) {
+    check_section("apply waits behind a barrier");
+    dispatch_queue_t q = dispatch_queue_create("regress.apply", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_barrier_async_f(q, NULL, long_barrier);
+    sleep_ms(30);
+    dispatch_apply_f(20, q, NULL, apply_iteration);
+    CHECK_EQ(atomic_load(&overlapping), 0);
+    dispatch_release(q);
+}
+
+// --- dispatch_apply from inside items of a width-limited queue, onto that queue -------
+static dispatch_queue_t narrow_queue;
+static atomic_long nested_iterations;
+static atomic_long nested_done;
+
+static void nested_iteration(void *context, size_t index) {
+    (void)context;
+    (void)index;
+    atomic_fetch_add(&nested_iterations, 1);
+}
+
+static void apply_from_narrow_item(void *context) {
+    (void)context;
+    dispatch_apply_f(8, narrow_queue, NULL, nested_iteration);
+    atomic_fetch_add(&nested_done, 1);
+}
+
+static void test_apply_inside_width_limited_queue(void) {
+    check_section("apply from items that hold all of a queue's width");
+    narrow_queue = dispatch_queue_create("regress.narrow", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_set_width(narrow_queue, 2);
+    dispatch_async_f(narrow_queue, NULL, apply_from_narrow_item);
+    dispatch_async_f(narrow_queue, NULL, apply_from_narrow_item);
+    WAIT_FOR_COUNT(&nested_done, 2, 10.0);
+    CHECK_EQ(atomic_load(&nested_iterations), 16);
+    dispatch_release(narrow_queue);
+}
+
 int main(void) {
     check_start("apply", 55);
     every_index_once();
@@ -227,6 +285,8 @@ int main(void) {
     nested_apply();
     apply_inside_queue_item();
     order_on_concurrent_queue();
+    test_apply_respects_barrier();
+    test_apply_inside_width_limited_queue();
 #ifdef __BLOCKS__
     blocks();
 #endif

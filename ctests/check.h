@@ -179,6 +179,16 @@ static inline void sleep_ms(unsigned ms) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
+/// Watches for something that must not happen: sleeps `floor_ms`, or three times
+/// `control_ns` when that is longer. `control_ns` is a positive control measured in the same
+/// run: how long the same thing took when it was meant to happen. A machine loaded enough
+/// to delay it lengthens the watch with it, so "nothing happened" never means "it had no
+/// time to happen".
+static inline void quiet_period(uint64_t control_ns, unsigned floor_ms) {
+    uint64_t ms = 3 * control_ns / 1000000u + 1;
+    sleep_ms(ms > floor_ms ? (unsigned)ms : floor_ms);
+}
+
 /// Spins for `ns` nanoseconds without sleeping (keeps the thread runnable).
 static inline void busy_wait_ns(uint64_t ns) {
     uint64_t end = now_ns() + ns;
@@ -256,6 +266,87 @@ static inline bool wait_for_count(atomic_long *value, long target, double second
     CHECKF(wait_for_count((value), (target), (seconds)), \
            "timed out after %g s: %s reached %ld of %ld", (double)(seconds), #value, \
            atomic_load(value), (long)(target))
+
+/// A rendezvous: each arriving item waits until `expected` have arrived (a pthread
+/// condition variable, which the library cannot see), or gives up after 30 s.
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    long arrived;
+    long expected;
+    atomic_long passed;    // items that saw everyone arrive
+    atomic_long gave_up;   // items that timed out waiting
+} rendezvous_t;
+
+static inline void rendezvous_init(rendezvous_t *r, long expected) {
+    pthread_mutex_init(&r->mutex, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    r->arrived = 0;
+    r->expected = expected;
+    atomic_store(&r->passed, 0);
+    atomic_store(&r->gave_up, 0);
+}
+
+static inline long rendezvous_arrived(rendezvous_t *r) {
+    pthread_mutex_lock(&r->mutex);
+    long n = r->arrived;
+    pthread_mutex_unlock(&r->mutex);
+    return n;
+}
+
+static inline void rendezvous_item(void *context) {
+    rendezvous_t *r = context;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 30;
+    pthread_mutex_lock(&r->mutex);
+    if (++r->arrived >= r->expected) pthread_cond_broadcast(&r->cond);
+    int rc = 0;
+    while (r->arrived < r->expected && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&r->cond, &r->mutex, &deadline);
+    bool all = r->arrived >= r->expected;
+    pthread_mutex_unlock(&r->mutex);
+    atomic_fetch_add(all ? &r->passed : &r->gave_up, 1);
+}
+
+/// Waits until every one of `n` rendezvous items has either passed or given up.
+static inline void rendezvous_expect_all(rendezvous_t *r, long n, const char *what) {
+    uint64_t deadline = now_ns() + 40ull * 1000000000ull;
+    while (atomic_load(&r->passed) + atomic_load(&r->gave_up) < n) {
+        CHECKF(now_ns() < deadline, "%s: %ld of %ld arrived, %ld passed", what, rendezvous_arrived(r), n,
+               atomic_load(&r->passed));
+        sleep_ms(1);
+    }
+    CHECKF(atomic_load(&r->passed) == n, "%s: only %ld of %ld items ran at once (%ld gave up)", what,
+           atomic_load(&r->passed), n, atomic_load(&r->gave_up));
+}
+
+/// Every one of `parties` items submitted to `queue` blocks until all have arrived: all
+/// pass only if they run at once.
+static inline void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
+    rendezvous_t r;
+    rendezvous_init(&r, parties);
+    for (long i = 0; i < parties; i++) dispatch_async_f(queue, &r, rendezvous_item);
+    rendezvous_expect_all(&r, parties, what);
+}
+
+/// An item that holds its queue until the test opens the gate: blocking_item arrives at
+/// `started`, waits (20 s at most) for `gate`, then counts itself `finished`.
+typedef struct {
+    latch_t started;
+    latch_t gate;
+    atomic_long finished;
+} blocker_t;
+
+static inline void blocking_item(void *context) {
+    blocker_t *b = context;
+    latch_arrive(&b->started);
+    latch_wait(&b->gate, 20);
+    atomic_fetch_add(&b->finished, 1);
+}
 
 /// Counts items running at once and remembers the most seen.
 typedef struct {

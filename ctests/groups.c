@@ -202,12 +202,42 @@ static void blocks(void) {
 }
 #endif
 
+// MARK: - Rounds (from regressions.c)
+
+// --- a notification registered after the group was re-entered waits for that round ----
+static atomic_long round_notified;
+
+static void count_notify(void *context) {
+    (void)context;
+    atomic_fetch_add(&round_notified, 1);
+}
+
+static void test_group_rounds(void) {
+    check_section("group notify belongs to its round");
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_queue_t q = dispatch_get_global_queue(0, 0);
+    dispatch_group_enter(g);
+    dispatch_group_notify_f(g, q, NULL, count_notify);
+    uint64_t start = now_ns();
+    dispatch_group_leave(g);                 // round 1 ends: its notification fires
+    WAIT_FOR_COUNT(&round_notified, 1, 10.0);
+    uint64_t control = now_ns() - start;     // the positive control: how long a due notify took
+    dispatch_group_enter(g);
+    dispatch_group_notify_f(g, q, NULL, count_notify);
+    quiet_period(control, 50);
+    CHECK_EQ(atomic_load(&round_notified), 1);     // round 2 is still open
+    dispatch_group_leave(g);
+    WAIT_FOR_COUNT(&round_notified, 2, 10.0);
+    dispatch_release(g);
+}
+
 int main(void) {
     check_start("groups", 55);
     async_and_wait();
     enter_and_leave();
     notify();
     wait_inside_items();
+    test_group_rounds();
 #ifdef __BLOCKS__
     blocks();
 #endif

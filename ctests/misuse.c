@@ -109,6 +109,27 @@ static void sync_block_onto_current(void) {
 }
 #endif
 
+// MARK: - Deadlocks through a target or a barrier (from regressions.c)
+
+// --- dispatch_sync from the main thread onto a queue that targets the main queue -------
+static void sync_onto_main_chain(void) {
+    dispatch_queue_t q = dispatch_queue_create_with_target("regress.main-child", NULL, dispatch_get_main_queue());
+    dispatch_sync_f(q, NULL, noop_function);
+}
+
+// --- a non-barrier dispatch_sync onto a concurrent queue from its own barrier ----------
+static dispatch_queue_t barrier_queue;
+
+static void sync_from_barrier(void *context) {
+    (void)context;
+    dispatch_sync_f(barrier_queue, NULL, noop_function);
+}
+
+static void sync_under_own_barrier(void) {
+    barrier_queue = dispatch_queue_create("regress.barrier-self", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_barrier_sync_f(barrier_queue, NULL, sync_from_barrier);
+}
+
 int main(void) {
     check_start("misuse", 55);
 
@@ -141,6 +162,13 @@ int main(void) {
 
     check_section("releasing a semaphore whose value is below its initial value");
     expect_client_bug("dispatch_release|dispatch_semaphore_dispose", dispose_semaphore_in_use);
+
+#ifndef GC_REFERENCE_LIBDISPATCH
+    check_section("dispatch_sync from the main thread onto a queue that targets the main queue");
+    expect_client_bug("dispatch_sync_f|dispatch_sync", sync_onto_main_chain);
+    check_section("a non-barrier dispatch_sync onto a concurrent queue from its own barrier");
+    expect_client_bug("dispatch_sync_f|dispatch_sync", sync_under_own_barrier);
+#endif
 
 #ifdef __BLOCKS__
     check_section("blocks: dispatch_async with a NULL queue");

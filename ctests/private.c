@@ -63,31 +63,6 @@ static void width(void) {
 
 // MARK: - Overcommit
 
-typedef struct {
-    latch_t all_arrived;
-    atomic_long met;
-    atomic_long finished;
-} rendezvous_t;
-
-static void rendezvous_item(void *context) {
-    rendezvous_t *rendezvous = context;
-    latch_arrive(&rendezvous->all_arrived);
-    if (latch_wait(&rendezvous->all_arrived, 20)) atomic_fetch_add(&rendezvous->met, 1);
-    atomic_fetch_add(&rendezvous->finished, 1);
-}
-
-static void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
-    rendezvous_t rendezvous;
-    latch_init(&rendezvous.all_arrived, parties);
-    atomic_store(&rendezvous.met, 0);
-    atomic_store(&rendezvous.finished, 0);
-    for (long i = 0; i < parties; i++) dispatch_async_f(queue, &rendezvous, rendezvous_item);
-    WAIT_FOR_COUNT(&rendezvous.finished, parties, 40);
-    CHECKF(atomic_load(&rendezvous.met) == parties, "%s: only %ld of %ld blocking items ran at the same time",
-           what, atomic_load(&rendezvous.met), parties);
-    latch_destroy(&rendezvous.all_arrived);
-}
-
 static void count_item(void *context) {
     atomic_fetch_add((atomic_long *)context, 1);
 }
@@ -119,9 +94,40 @@ static void overcommit(void) {
     dispatch_release(serial);
 }
 
+// MARK: - Width changed on a live queue (from regressions.c)
+
+// --- dispatch_queue_set_width on a live queue: nothing lost, new width honoured -------
+static atomic_long width_ran;
+static concurrency_t width_concurrency;
+
+static void width_item(void *context) {
+    (void)context;
+    concurrency_enter(&width_concurrency);
+    sleep_ms(20);
+    concurrency_exit(&width_concurrency);
+    atomic_fetch_add(&width_ran, 1);
+}
+
+static void test_set_width_live(void) {
+    check_section("set_width on a queue with items in flight");
+    dispatch_queue_t q = dispatch_queue_create("regress.width", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_set_width(q, 2);
+    for (int i = 0; i < 3; i++) dispatch_async_f(q, NULL, width_item);
+    sleep_ms(5);
+    dispatch_queue_set_width(q, 1);
+    WAIT_FOR_COUNT(&width_ran, 3, 10.0);
+    // After the change, items run one at a time.
+    atomic_store(&width_concurrency.most, 0);
+    for (int i = 0; i < 6; i++) dispatch_async_f(q, NULL, width_item);
+    WAIT_FOR_COUNT(&width_ran, 9, 10.0);
+    CHECK_EQ(atomic_load(&width_concurrency.most), 1);
+    dispatch_release(q);
+}
+
 int main(void) {
     check_start("private", 55);
     width();
+    test_set_width_live();
     overcommit();
     check_pass();
     return 0;

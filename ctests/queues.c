@@ -56,32 +56,6 @@ static void serial_fifo(void) {
 
 // MARK: - Concurrency
 
-typedef struct {
-    latch_t all_arrived;
-    atomic_long met;        // items that saw every other item running at the same time
-    atomic_long finished;
-} rendezvous_t;
-
-static void rendezvous_item(void *context) {
-    rendezvous_t *rendezvous = context;
-    latch_arrive(&rendezvous->all_arrived);
-    if (latch_wait(&rendezvous->all_arrived, 10)) atomic_fetch_add(&rendezvous->met, 1);
-    atomic_fetch_add(&rendezvous->finished, 1);
-}
-
-/// Submits `parties` items that each wait (up to 10 s) until all of them are running.
-static void expect_parallel(dispatch_queue_t queue, long parties, const char *what) {
-    rendezvous_t rendezvous;
-    latch_init(&rendezvous.all_arrived, parties);
-    atomic_store(&rendezvous.met, 0);
-    atomic_store(&rendezvous.finished, 0);
-    for (long i = 0; i < parties; i++) dispatch_async_f(queue, &rendezvous, rendezvous_item);
-    WAIT_FOR_COUNT(&rendezvous.finished, parties, 30);
-    CHECKF(atomic_load(&rendezvous.met) == parties,
-           "%s: only %ld of %ld items ran at the same time", what, atomic_load(&rendezvous.met), parties);
-    latch_destroy(&rendezvous.all_arrived);
-}
-
 static void count_item(void *context) {
     atomic_fetch_add((atomic_long *)context, 1);
 }

@@ -65,19 +65,6 @@ static void concurrent_targeting_serial(void) {
 
 // MARK: - Suspension
 
-typedef struct {
-    latch_t started;
-    latch_t gate;
-    atomic_long finished;
-} blocker_t;
-
-static void blocking_item(void *context) {
-    blocker_t *blocker = context;
-    latch_arrive(&blocker->started);
-    latch_wait(&blocker->gate, 20);
-    atomic_fetch_add(&blocker->finished, 1);
-}
-
 static long resumed_order[1000];
 static long resumed_next;   // written only by items of the serial queue under test
 

@@ -28,45 +28,46 @@ static void check_lone(const char *what, lone_probe_t *probe) {
     long long late_us = ((long long)fired - (long long)probe->deadline) / 1000;
     printf("   %s: fired %lld us after its deadline\n", what, late_us);
     CHECKF(fired >= probe->deadline, "%s fired %lld us early", what, -late_us);
-    // The old policy armed at deadline + leeway: 2.2 s.
-    CHECKF(fired < probe->deadline + 100 * NSEC_PER_MSEC, "%s fired %lld us late: its leeway delayed it", what,
+    // The old policy armed at deadline + leeway: 5.5 s. 400 ms of the 500 are left for a
+    // loaded machine (a 2 s timer's 100 ms bound failed at load 20).
+    CHECKF(fired < probe->deadline + 400 * NSEC_PER_MSEC, "%s fired %lld us late: its leeway delayed it", what,
            late_us);
 }
 
 static void lone_timer_and_forever(void) {
-    check_section("a lone 2 s dispatch_after fires in [2 s, 2.1 s); DISPATCH_TIME_FOREVER never fires");
+    check_section("a lone 5 s dispatch_after fires in [5 s, 5.4 s); DISPATCH_TIME_FOREVER never fires");
     dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.timers.lone", NULL);
     atomic_store(&forever_fired, 0);
     dispatch_after_f(DISPATCH_TIME_FOREVER, queue, NULL, forever_fire);
     dispatch_after_f(DISPATCH_TIME_FOREVER, dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0), NULL, forever_fire);
 
     static lone_probe_t probe;
-    probe.deadline = now_ns() + 2 * NSEC_PER_SEC;
+    probe.deadline = now_ns() + 5 * NSEC_PER_SEC;
     atomic_store(&probe.fired, 0);
-    dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 2 * (int64_t)NSEC_PER_SEC), queue, &probe, lone_fired);
+    dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 5 * (int64_t)NSEC_PER_SEC), queue, &probe, lone_fired);
 #ifdef __BLOCKS__
-    // The block form, at the same time (a different queue; both fire near 2 s).
+    // The block form, at the same time (a different queue; both fire near 5 s).
     dispatch_queue_t block_queue = dispatch_queue_create("com.grandcentral.tests.timers.lone-block", NULL);
     static lone_probe_t block_probe;
-    block_probe.deadline = now_ns() + 2 * NSEC_PER_SEC;
+    block_probe.deadline = now_ns() + 5 * NSEC_PER_SEC;
     atomic_store(&block_probe.fired, 0);
     lone_probe_t *bp = &block_probe;
-    dispatch_after(dispatch_time(DISPATCH_TIME_NOW, 2 * (int64_t)NSEC_PER_SEC), block_queue, ^{
+    dispatch_after(dispatch_time(DISPATCH_TIME_NOW, 5 * (int64_t)NSEC_PER_SEC), block_queue, ^{
         atomic_store(&bp->fired, now_ns());
     });
     __block atomic_long block_forever = 0;
     dispatch_after(DISPATCH_TIME_FOREVER, block_queue, ^{ atomic_fetch_add(&block_forever, 1); });
 #endif
-    uint64_t give_up = now_ns() + 10 * NSEC_PER_SEC;
+    uint64_t give_up = now_ns() + 15 * NSEC_PER_SEC;
     while (atomic_load(&probe.fired) == 0 && now_ns() < give_up) sleep_ms(1);
 #ifdef __BLOCKS__
     while (atomic_load(&block_probe.fired) == 0 && now_ns() < give_up) sleep_ms(1);
 #endif
-    CHECKF(atomic_load(&probe.fired) != 0, "the 2 s timer did not fire within 10 s");
-    check_lone("dispatch_after_f, 2 s", &probe);
+    CHECKF(atomic_load(&probe.fired) != 0, "the 5 s timer did not fire within 15 s");
+    check_lone("dispatch_after_f, 5 s", &probe);
 #ifdef __BLOCKS__
-    CHECKF(atomic_load(&block_probe.fired) != 0, "the 2 s block timer did not fire within 10 s");
-    check_lone("dispatch_after (block), 2 s", &block_probe);
+    CHECKF(atomic_load(&block_probe.fired) != 0, "the 5 s block timer did not fire within 15 s");
+    check_lone("dispatch_after (block), 5 s", &block_probe);
 #endif
     sleep_ms(100);
     CHECK_EQ(atomic_load(&forever_fired), 0);

@@ -3,13 +3,15 @@
 # runs it: it counts the heap allocations of the Swift API's hot calls (sync, group
 # enter/leave, semaphore signal/wait, work item perform, concurrentPerform, an actor hop
 # between GrandCentral queues) and fails if any allocates. The XCTest suite's
-# AllocationTests check the same calls in the debug build.
+# AllocationTests check the same calls in the debug build. The scratch (build/swift-release)
+# is shared with scripts/examples.sh's Swift consumer, so `make test` compiles GrandCentral
+# in release mode for SwiftPM once.
 #
 #   scripts/allocation-check.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 package=$root/bench/swift
-scratch=$root/build/bench-swift
+scratch=$root/build/swift-release
 mkdir -p "$root/build"
 "$root/scripts/fresh-scratch.sh" "$scratch"
 swift build --package-path "$package" --scratch-path "$scratch" -c release --product AllocationCheck \

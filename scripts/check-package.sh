@@ -19,6 +19,7 @@
 #   4. `dpkg -x` into a scratch root holds exactly what `cmake --install --prefix <tmp>`
 #      installs (same paths under /usr, same link targets, same bytes).
 #   5. examples/pipeline_f.c (gcc) and examples/pipeline_blocks.c (clang -fblocks) build
+#      (scripts/examples-lib.sh; `make test` builds and runs the C examples only here)
 #      against the scratch root through its grandcentral.pc (relocatable: its prefix is
 #      found from ${pcfiledir}, so no PKG_CONFIG_SYSROOT_DIR), and examples/cmake-consumer
 #      through its CMake package (CMAKE_PREFIX_PATH=<root>/usr); each runs with
@@ -37,8 +38,8 @@ die() {
 
 [ -f "$build/CPackConfig.cmake" ] || die "$build/CPackConfig.cmake is missing: configure and build first (make install)"
 build=$(cd "$build" && pwd)
-clang=${CLANG:-$(command -v clang || echo /opt/swift/usr/bin/clang)}
-gcc=${GCC:-gcc}
+# shellcheck source=examples-lib.sh
+. "$root_dir/scripts/examples-lib.sh"   # the C examples' build and linkage check
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/gc-package.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -146,32 +147,15 @@ unset PKG_CONFIG_SYSROOT_DIR LD_LIBRARY_PATH
 export PKG_CONFIG_PATH=$(dirname "$pc")
 [ "$(pkg-config --variable=pcfiledir grandcentral)" = "$PKG_CONFIG_PATH" ] \
     || die "pkg-config found grandcentral.pc in $(pkg-config --variable=pcfiledir grandcentral), not in the scratch root"
-read -r -a gc_flags <<<"$(pkg-config --cflags --libs grandcentral)"
-"$gcc" -std=c11 -O2 -Wall -Wextra -Werror "$root_dir/examples/pipeline_f.c" -o "$out/pipeline_f" \
-    "${gc_flags[@]}" || die "pipeline_f.c did not build with gcc against the scratch root (flags: ${gc_flags[*]})"
-"$clang" -fblocks -std=c11 -O2 -Wall -Wextra -Werror "$root_dir/examples/pipeline_blocks.c" \
-    -o "$out/pipeline_blocks" "${gc_flags[@]}" \
-    || die "pipeline_blocks.c did not build with clang -fblocks against the scratch root (flags: ${gc_flags[*]})"
-cmake -S "$root_dir/examples/cmake-consumer" -B "$out/cmake-consumer" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$root/usr" >"$scratch/consumer.log" 2>&1 \
-    || { cat "$scratch/consumer.log" >&2; die "examples/cmake-consumer did not find the scratch root's GrandCentral"; }
-config_dir=$(sed -n 's/^GrandCentral_DIR:PATH=//p' "$out/cmake-consumer/CMakeCache.txt")
-[[ "$config_dir" == "$root/"* ]] || die "find_package(GrandCentral) took $config_dir, not the scratch root's"
-cmake --build "$out/cmake-consumer" >>"$scratch/consumer.log" 2>&1 \
-    || { cat "$scratch/consumer.log" >&2; die "examples/cmake-consumer did not build against the scratch root"; }
+gc_build_c_examples "$out" "$root/usr"
 
-want=$(readlink -f "$root$libdir/$soname")
-for program in "$out/pipeline_f" "$out/pipeline_blocks" "$out/cmake-consumer/cmake_consumer"; do
+want=$root$libdir/$soname
+while read -r program; do
     name=$(basename "$program")
-    deps=$(ldd "$program" 2>&1) || die "ldd $program failed: $deps"
-    got=$(awk -v n="$soname" '$1 == n { print $3 }' <<<"$deps")
-    [ -n "$got" ] && [ "$(readlink -f "$got")" = "$want" ] \
-        || die "$name resolves $soname to '${got:-nothing}', not the scratch root's $want:"$'\n'"$deps"
-    blocks=$(grep -c 'libBlocksRuntime' <<<"$deps" || true)
-    [ "$blocks" = 1 ] || die "$name loads $blocks copies of libBlocksRuntime (want one):"$'\n'"$deps"
+    gc_check_links "$program" "$want"
     timeout 60 "$program" >"$scratch/$name.out" 2>&1 \
         || { status=$?; cat "$scratch/$name.out" >&2; die "$name, built against the scratch root, exited with status $status"; }
-done
+done < <(gc_c_examples "$out")
 
 echo "check-package: $(basename "$deb"): Depends: $depends"
 echo "check-package: soname $soname -> $real, shlibs and ldconfig trigger present; same $(wc -l <"$scratch/install.list") files as cmake --install"

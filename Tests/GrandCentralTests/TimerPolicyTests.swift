@@ -390,17 +390,26 @@ final class TimerPolicyTests: XCTestCase {
         let probe = TimerProbe()
         let timer = TimerNode(fire: probeFire, context: probe.context)
         probe.node = timer
-        loop.armTimer(timer, deadline: gc_uptime_ns() + 1_000 * ms, leeway: 0)
+        // A 10 s timer: a completion that waited for it is 5 s late, beyond any load.
+        loop.armTimer(timer, deadline: gc_uptime_ns() + 10_000 * ms, leeway: 0)
         let before = gc_uptime_ns()
         XCTAssertTrue(loop.cancelTimer(timer, completion: probeCompletion, context: probe.context),
                       "cancel before the deadline prevents the fire")
         XCTAssertTrue(eventually { probe.completedAt != nil })
-        XCTAssertLessThan(probe.completedAt! - before, 500 * ms, "the completion does not wait for the timer")
+        XCTAssertLessThan(probe.completedAt! - before, 5_000 * ms, "the completion does not wait for the timer")
         XCTAssertFalse(timer.isInHeap, "out of the heap")
         // Cancel then re-arm: ignored.
         XCTAssertEqual(loop.armTimer(timer, deadline: DispatchClock.now, leeway: 0), 0)
         XCTAssertFalse(loop.cancelTimer(timer, completion: probeCompletion, context: probe.context), "cancelled once")
-        sleep(milliseconds: 50)
+        // Positive control: a fresh timer armed for now on the same loop fires; the watch for
+        // the cancelled one lasts three times what that took, 50 ms at least.
+        let control = TimerProbe()
+        let controlTimer = TimerNode(fire: probeFire, context: control.context)
+        control.node = controlTimer
+        let armed = gc_uptime_ns()
+        loop.armTimer(controlTimer, deadline: DispatchClock.now, leeway: 0)
+        XCTAssertTrue(eventually { control.fireCount == 1 })
+        sleep(milliseconds: max(50, Int(3 * (gc_uptime_ns() - armed) / ms)))
         XCTAssertEqual(probe.fireCount, 0)
     }
 
