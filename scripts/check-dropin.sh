@@ -11,7 +11,9 @@
 #   (b) tests/dropin: Swift programs doing what Swift-on-Linux code does (an async main;
 #       dispatchMain; RunLoop.main with Timer and the main queue; OperationQueue; Process;
 #       FileHandle.readabilityHandler; signal and timer sources; DispatchIO;
-#       NotificationCenter; URLSession on data: URLs), compiled once with swiftc.
+#       NotificationCenter; URLSession on data: URLs), compiled once with swiftc;
+#   (c) tests/dropin/fork.c: children of a busy parent use dispatch (through the launcher
+#       only: libdispatch's children hang).
 #
 #   scripts/check-dropin.sh PREFIX
 #   SWIFT_ROOT=/opt/swift/usr   the toolchain (default)
