@@ -1,6 +1,7 @@
 // Platform layer: every raw OS call the engine makes that Swift cannot make itself.
 #define _GNU_SOURCE 1  // SCHED_IDLE, SCHED_BATCH
 #include "CGrandCentral.h"
+#include "CGrandCentralSignal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,13 +79,6 @@ uint64_t gc_walltime_ns(void) {
 
 int32_t gc_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
-// The signal mask of the thread that loaded the library (normally the main thread).
-static sigset_t gc_initial_sigmask;
-
-__attribute__((constructor)) static void gc_capture_initial_sigmask(void) {
-    pthread_sigmask(SIG_SETMASK, NULL, &gc_initial_sigmask);
-}
-
 struct gc_thread_start {
     void (*body)(void *);
     void *argument;
@@ -111,7 +105,7 @@ static void *gc_thread_trampoline(void *raw) {
     struct gc_thread_start start = *(struct gc_thread_start *)raw;
     free(raw);
     gc_thread_reset_priority();
-    pthread_sigmask(SIG_SETMASK, &gc_initial_sigmask, NULL);
+    gc_signal_enter_library_thread();
     if (start.name[0]) pthread_setname_np(pthread_self(), start.name);
     start.body(start.argument);
     return NULL;

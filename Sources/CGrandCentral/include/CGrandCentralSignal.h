@@ -23,6 +23,23 @@ extern "C" {
 /// The highest signal number a source can watch (Linux's _NSIG - 1).
 #define GC_SIGNAL_MAX 64
 
+/// Every thread the library starts, first thing: blocks the asynchronous signals (all but
+/// SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF) on top of the mask
+/// the program had when it loaded the library. signal.c states the rule.
+void gc_signal_enter_library_thread(void);
+/// Workers: unblocks the signals sources watch (those the program's mask leaves open) and
+/// blocks again those no longer watched. Called through `gc_signal_refresh_worker_mask`.
+void gc_signal_update_worker_mask(void);
+/// Bumped (release) each time the set of watched signals changes.
+extern _Atomic uint32_t gc_signal_generation;
+/// The generation this thread's mask reflects (0: none applied yet).
+extern __thread uint32_t gc_signal_thread_generation;
+/// A worker, before each work item: one load and a compare unless the watched set changed.
+static inline __attribute__((always_inline)) void gc_signal_refresh_worker_mask(void) {
+    if (__atomic_load_n((uint32_t *)&gc_signal_generation, __ATOMIC_ACQUIRE) != gc_signal_thread_generation) {
+        gc_signal_update_worker_mask();
+    }
+}
 /// Event thread, first thing it does: blocks every signal in the calling thread (so no
 /// client handler ever runs there and a signal re-sent to it stays pending for its
 /// signalfd) and returns its kernel thread id.

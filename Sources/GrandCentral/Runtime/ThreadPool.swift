@@ -381,6 +381,8 @@ final class Worker: @unchecked Sendable {
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
                 if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
+                // Signals a source watches are unblocked on workers (signal.c).
+                gc_signal_refresh_worker_mask()
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
