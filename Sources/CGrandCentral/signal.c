@@ -11,8 +11,8 @@
 // a work item. The exception: a worker leaves unblocked each signal a source watches
 // (unless the program's mask blocked it), so that a raise() from a work item, which is
 // directed at that worker, reaches the source; each worker brings its mask up to date
-// before its next work item (`gc_signal_generation`), and a worker that activates a source
-// does so at once. The event thread blocks every signal (its signalfd reads what is
+// before the next work item it takes from a root queue (`gc_signal_generation`), and a
+// worker that activates a source does so at once. The event thread blocks every signal (its signalfd reads what is
 // pending on it). Rejected: leaving the program's mask on the workers (the program's
 // handlers then run inside work items, the complaint libdispatch's rule answers), and
 // blocking the watched signals too (a raise() from a work item then stays pending on the
@@ -75,7 +75,6 @@ _Atomic uint32_t gc_signal_generation;
 /// What this thread is: 0 a program's thread, 1 a library thread (asynchronous signals
 /// blocked), 2 a worker (watched signals unblocked as well).
 static __thread int gc_thread_role;
-__thread uint32_t gc_signal_thread_generation;
 
 /// Marks a signal the handler re-queued to the main thread, in si_errno (which the kernel
 /// leaves 0 for kill(), tgkill() and sigqueue()): the high half is this tag, the low half
@@ -102,10 +101,9 @@ void gc_signal_enter_library_thread(void) {
     gc_library_mask(&mask);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     gc_thread_role = 1;
-    gc_signal_thread_generation = 0;
 }
 
-void gc_signal_update_worker_mask(void) {
+uint32_t gc_signal_update_worker_mask(void) {
     uint32_t generation = atomic_load_explicit(&gc_signal_generation, memory_order_acquire);
     uint64_t watched = atomic_load_explicit(&gc_watched_bits, memory_order_relaxed);
     sigset_t mask;
@@ -115,7 +113,7 @@ void gc_signal_update_worker_mask(void) {
     }
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     gc_thread_role = 2;
-    gc_signal_thread_generation = generation;
+    return generation;
 }
 
 /// Under `gc_signal_lock`: publishes the watched set after a change to `gc_watchers`, and
@@ -128,7 +126,7 @@ static void gc_publish_watched(void) {
     }
     atomic_store_explicit(&gc_watched_bits, bits, memory_order_relaxed);
     atomic_fetch_add_explicit(&gc_signal_generation, 1, memory_order_release);
-    if (gc_thread_role == 2) gc_signal_update_worker_mask();
+    if (gc_thread_role == 2) (void)gc_signal_update_worker_mask();
 }
 
 static bool gc_is_function(const struct sigaction *action) {

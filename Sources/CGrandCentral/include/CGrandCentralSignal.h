@@ -28,17 +28,15 @@ extern "C" {
 /// the program had when it loaded the library. signal.c states the rule.
 void gc_signal_enter_library_thread(void);
 /// Workers: unblocks the signals sources watch (those the program's mask leaves open) and
-/// blocks again those no longer watched. Called through `gc_signal_refresh_worker_mask`.
-void gc_signal_update_worker_mask(void);
-/// Bumped (release) each time the set of watched signals changes.
+/// blocks again those no longer watched. Returns the generation the mask now reflects.
+uint32_t gc_signal_update_worker_mask(void);
+/// Bumped (release) each time the set of watched signals changes; starts at 0 (nothing
+/// watched: the mask every library thread starts with).
 extern _Atomic uint32_t gc_signal_generation;
-/// The generation this thread's mask reflects (0: none applied yet).
-extern __thread uint32_t gc_signal_thread_generation;
-/// A worker, before each work item: one load and a compare unless the watched set changed.
-static inline __attribute__((always_inline)) void gc_signal_refresh_worker_mask(void) {
-    if (__atomic_load_n((uint32_t *)&gc_signal_generation, __ATOMIC_ACQUIRE) != gc_signal_thread_generation) {
-        gc_signal_update_worker_mask();
-    }
+/// A worker, before each work item, compares this with the generation its mask reflects
+/// (kept in a local of its loop: no thread-local access) and updates on a change.
+static inline __attribute__((always_inline)) uint32_t gc_signal_generation_now(void) {
+    return __atomic_load_n((uint32_t *)&gc_signal_generation, __ATOMIC_ACQUIRE);
 }
 /// Event thread, first thing it does: blocks every signal in the calling thread (so no
 /// client handler ever runs there and a signal re-sent to it stays pending for its

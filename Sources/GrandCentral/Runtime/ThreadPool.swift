@@ -366,6 +366,9 @@ final class Worker: @unchecked Sendable {
         var first = true
         /// Parked (or new) until this item: tell the monitor, which may be asleep.
         var woke = true
+        /// The watched-signal generation this thread's mask reflects (0: the mask every
+        /// library thread starts with, nothing unblocked).
+        var signalGeneration: UInt32 = 0
         while true {
             let found = pool.findWork(for: self)
             if first {
@@ -382,7 +385,9 @@ final class Worker: @unchecked Sendable {
                 // only wake a worker on a root queue's empty → non-empty transition).
                 if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
                 // Signals a source watches are unblocked on workers (signal.c).
-                gc_signal_refresh_worker_mask()
+                if gc_signal_generation_now() != signalGeneration {
+                    signalGeneration = gc_signal_update_worker_mask()
+                }
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
