@@ -76,6 +76,7 @@ static void install(int signo, void (*handler)(int, siginfo_t *, void *)) {
 // MARK: - Busy workers
 
 static atomic_bool spinning;
+static atomic_long spins;
 static latch_t spinners_done;
 
 static dispatch_queue_t global(void) { return dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0); }
@@ -86,6 +87,7 @@ static void spin(void *context) {
         latch_arrive(&spinners_done);
         return;
     }
+    atomic_fetch_add(&spins, 1);
     busy_wait_ns(200 * 1000);
     dispatch_async_f(global(), NULL, spin);
 }
@@ -190,7 +192,7 @@ int main(void) {
     spinners_start();
 
     check_section("library threads block the asynchronous signals");
-    sleep_ms(50);
+    WAIT_FOR_COUNT(&spins, 4 * SPINNERS, 30);  // workers exist (a loaded machine starts them late)
     int checked = check_library_masks();
     CHECK(checked >= 1);
     printf("   %d library threads checked\n", checked);
