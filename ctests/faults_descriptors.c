@@ -8,7 +8,9 @@
 // - no silently dead source: a process source (pidfd_open) and a vnode source (inotify)
 //   whose registration fails for want of a descriptor are cancelled by the library (the
 //   cancel handler runs, dispatch_source_testcancel is non-zero), as include/dispatch/
-//   source.h promises; with GRANDCENTRAL_DEBUG set a line says why;
+//   source.h promises; with GRANDCENTRAL_DEBUG set a line says why; the same for a process
+//   source whose pidfd epoll refuses (epoll_ctl ENOSPC, injected by shim_epoll): cancelled,
+//   never a false DISPATCH_PROC_EXIT;
 // - dispatch_io: a channel made from a path at the limit reports EMFILE through its
 //   handler, and dispatch_read/dispatch_write on descriptors opened before still work.
 //
@@ -20,6 +22,7 @@
 #include "check.h"
 #include "fault_child.h"
 
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #ifdef GC_REFERENCE_LIBDISPATCH
@@ -187,6 +190,29 @@ static int case_process_source(void) {
     return 0;
 }
 
+/// Not a descriptor limit but its neighbour: epoll refuses the pidfd (ENOSPC, past
+/// fs.epoll.max_user_watches; injected by shim_epoll). The source follows the same rule:
+/// cancelled by the library, never a false DISPATCH_PROC_EXIT.
+static int case_process_source_epoll(void) {
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        // Not holding the parent's output pipe, and gone with it if a check fails.
+        close(STDOUT_FILENO);
+        close(STDERR_FILENO);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pause();
+        _exit(0);
+    }
+    expect_cancelled_by_library(
+        dispatch_source_create(DISPATCH_SOURCE_TYPE_PROC, (uintptr_t)child, DISPATCH_PROC_EXIT, global()),
+        "a process source (epoll refused its pidfd)");
+    CHECK_EQ(waitpid(child, NULL, WNOHANG), 0);  // it really is alive
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    return 0;
+}
+
 static int case_vnode_source(void) {
     char path[] = "/tmp/gc-faults-vnode-XXXXXX";
     int fd = mkstemp(path);
@@ -286,6 +312,7 @@ static const fault_case_t cases[] = {
     {"read-source", case_read_source, true},
 #ifndef GC_REFERENCE_LIBDISPATCH
     {"process-source", case_process_source, false},
+    {"process-source-epoll", case_process_source_epoll, false},
     {"vnode-source", case_vnode_source, false},
 #endif
     {"io", case_io, true},
@@ -315,6 +342,11 @@ int main(int argc, char **argv) {
             continue;
         }
 #endif
+        if (strcmp(cases[i].name, "process-source-epoll") == 0) {
+            static const char *const enospc[] = {"GC_SHIM_EPOLL_PIDFD_FAIL=28", NULL};
+            expect_child_passes(cases[i].name, "shim_epoll", enospc, &result);
+            continue;
+        }
         expect_child_passes(cases[i].name, NULL, NULL, &result);
     }
 #ifndef GC_REFERENCE_LIBDISPATCH

@@ -1,6 +1,7 @@
 // Platform layer: every raw OS call the engine makes that Swift cannot make itself.
 #define _GNU_SOURCE 1  // SCHED_IDLE, SCHED_BATCH
 #include "CGrandCentral.h"
+#include "CGrandCentralSignal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,13 +79,6 @@ uint64_t gc_walltime_ns(void) {
 
 int32_t gc_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
-// The signal mask of the thread that loaded the library (normally the main thread).
-static sigset_t gc_initial_sigmask;
-
-__attribute__((constructor)) static void gc_capture_initial_sigmask(void) {
-    pthread_sigmask(SIG_SETMASK, NULL, &gc_initial_sigmask);
-}
-
 struct gc_thread_start {
     void (*body)(void *);
     void *argument;
@@ -111,7 +105,7 @@ static void *gc_thread_trampoline(void *raw) {
     struct gc_thread_start start = *(struct gc_thread_start *)raw;
     free(raw);
     gc_thread_reset_priority();
-    pthread_sigmask(SIG_SETMASK, &gc_initial_sigmask, NULL);
+    gc_signal_enter_library_thread();
     if (start.name[0]) pthread_setname_np(pthread_self(), start.name);
     start.body(start.argument);
     return NULL;
@@ -251,6 +245,34 @@ int gc_physical_cpu_count(void) {
     }
     fclose(f);
     return seen > 0 ? seen : gc_logical_cpu_count();
+}
+
+static const char *const gc_alloc_messages[] = {
+    [GC_ALLOC_CONTINUATION] = "GrandCentral: out of memory: work-item nodes\n",
+    [GC_ALLOC_APPLY_STATE] = "GrandCentral: out of memory: dispatch_apply states\n",
+};
+
+void *gc_alloc(size_t size, gc_alloc_what_t what) {
+    // 1 + 2 + 4 + ... + 64 ms, then 64 ms until about 1 s has passed: long enough for a
+    // peak (another thread's large buffer freed, the kernel reclaiming cache) to pass.
+    long slept_ms = 0, wait_ms = 1;
+    for (;;) {
+        void *p = malloc(size);
+        if (p) return p;
+        if (slept_ms >= 1000) break;
+        struct timespec ts = { .tv_sec = 0, .tv_nsec = wait_ms * 1000000L };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        slept_ms += wait_ms;
+        if (wait_ms < 64) wait_ms *= 2;
+    }
+    gc_write_stderr(gc_alloc_messages[what]);
+    // The default action, not a handler that would need memory to report (the Swift
+    // runtime's backtracer catches SIGABRT).
+    struct sigaction default_action;
+    memset(&default_action, 0, sizeof default_action);
+    default_action.sa_handler = SIG_DFL;
+    sigaction(SIGABRT, &default_action, NULL);
+    abort();
 }
 
 void gc_write_stderr(const char *line) {

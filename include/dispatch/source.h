@@ -112,9 +112,19 @@ DISPATCH_SOURCE_TYPE_DECL(read);
  * handler, and is then only counted. When the last source for a signal is cancelled, the
  * program's own disposition is restored. A disposition the program sets *after* activating
  * a source replaces the library's: with SIG_IGN the kernel then discards the signal and the
- * source sees nothing (set SIG_IGN first, as on Darwin, if that is the intent). Threads the
- * library creates, and processes they spawn, keep the signal mask the program had when it
- * loaded the library.
+ * source sees nothing (set SIG_IGN first, as on Darwin, if that is the intent).
+ *
+ * Which signals the library's threads block: as libdispatch's, every thread the library
+ * starts blocks the asynchronous signals (all but SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV,
+ * SIGSYS, SIGPIPE and SIGPROF) on top of the mask the program had when it loaded the
+ * library, so a program's handler for a signal sent to the process runs on one of the
+ * program's threads, never in the middle of a work item. Unlike libdispatch, a worker leaves
+ * unblocked a signal that a source watches (from its next work item on; at once on a worker
+ * that activates the source), so a raise() from a work item reaches the source and runs the
+ * program's handler in that work item, as raise() does; an instance sent to the process that
+ * a worker takes is counted and its program handler runs on the main thread instead. The
+ * event thread blocks every signal. Processes spawned from a work item (posix_spawn, fork,
+ * system) inherit the worker's mask: pass POSIX_SPAWN_SETSIGMASK to give them another.
  */
 #define DISPATCH_SOURCE_TYPE_SIGNAL (&_dispatch_source_type_signal)
 DISPATCH_SOURCE_TYPE_DECL(signal);

@@ -233,6 +233,20 @@ const char *gc_image_path(const void *symbol);
 /// Writes one line to stderr.
 void gc_write_stderr(const char *line);
 
+// MARK: - Memory
+
+/// What the library's own allocations are for, named in the out-of-memory message.
+typedef enum {
+    GC_ALLOC_CONTINUATION = 0,  // work-item nodes (the per-thread caches' and depot's supply)
+    GC_ALLOC_APPLY_STATE,       // dispatch_apply's registry of states
+} gc_alloc_what_t;
+/// malloc for the library's own bookkeeping. A failure is taken as transient first, as
+/// libdispatch does: retried after a short sleep (1 ms, doubling to 64 ms; about 1 s in
+/// all). If memory stays gone, writes "GrandCentral: out of memory: <what>" to stderr with
+/// write(2) from static strings (nothing allocated) and aborts (SIGABRT at its default
+/// action: a handler such as the Swift backtracer would need memory). Never NULL.
+void *gc_alloc(size_t size, gc_alloc_what_t what);
+
 #ifdef __cplusplus
 }
 #endif

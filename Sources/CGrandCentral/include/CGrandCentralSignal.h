@@ -23,6 +23,21 @@ extern "C" {
 /// The highest signal number a source can watch (Linux's _NSIG - 1).
 #define GC_SIGNAL_MAX 64
 
+/// Every thread the library starts, first thing: blocks the asynchronous signals (all but
+/// SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF) on top of the mask
+/// the program had when it loaded the library. signal.c states the rule.
+void gc_signal_enter_library_thread(void);
+/// Workers: unblocks the signals sources watch (those the program's mask leaves open) and
+/// blocks again those no longer watched. Returns the generation the mask now reflects.
+uint32_t gc_signal_update_worker_mask(void);
+/// Bumped (release) each time the set of watched signals changes; starts at 0 (nothing
+/// watched: the mask every library thread starts with).
+extern _Atomic uint32_t gc_signal_generation;
+/// A worker, before each work item, compares this with the generation its mask reflects
+/// (kept in a local of its loop: no thread-local access) and updates on a change.
+static inline __attribute__((always_inline)) uint32_t gc_signal_generation_now(void) {
+    return __atomic_load_n((uint32_t *)&gc_signal_generation, __ATOMIC_ACQUIRE);
+}
 /// Event thread, first thing it does: blocks every signal in the calling thread (so no
 /// client handler ever runs there and a signal re-sent to it stays pending for its
 /// signalfd) and returns its kernel thread id.

@@ -201,7 +201,8 @@ final class ApplyStates: @unchecked Sendable {
             }
             count += 1
             if index % Self.chunkSize == 0 {
-                let chunk = UnsafeMutablePointer<Unmanaged<ApplyState>>.allocate(capacity: Self.chunkSize)
+                let chunk = gc_alloc(MemoryLayout<Unmanaged<ApplyState>>.stride * Self.chunkSize, GC_ALLOC_APPLY_STATE)!
+                    .bindMemory(to: Unmanaged<ApplyState>.self, capacity: Self.chunkSize)
                 chunks[index / Self.chunkSize] = chunk
             }
             let state = ApplyState(index: index)

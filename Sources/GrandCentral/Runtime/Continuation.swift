@@ -60,9 +60,9 @@ enum ContinuationCache {
             thread.pointee.cache_count = limit - 1
             return batch
         }
-        guard let raw = malloc(MemoryLayout<gc_continuation_t>.size) else {
-            fatalError("GrandCentral: out of memory allocating a continuation")
-        }
+        // A failed malloc is retried; memory that stays gone ends the process with a
+        // static message (gc_alloc).
+        let raw = gc_alloc(MemoryLayout<gc_continuation_t>.size, GC_ALLOC_CONTINUATION)!
         return raw.bindMemory(to: gc_continuation_t.self, capacity: 1)
     }
 

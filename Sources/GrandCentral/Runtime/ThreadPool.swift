@@ -383,6 +383,9 @@ final class Worker: @unchecked Sendable {
         var first = true
         /// Parked (or new) until this item: tell the monitor, which may be asleep.
         var woke = true
+        /// The watched-signal generation this thread's mask reflects (0: the mask every
+        /// library thread starts with, nothing unblocked).
+        var signalGeneration: UInt32 = 0
         while true {
             let found = pool.findWork(for: self)
             if first {
@@ -398,6 +401,10 @@ final class Worker: @unchecked Sendable {
                 // More queued behind this one: make sure a peer comes for it (producers
                 // only wake a worker on a root queue's empty → non-empty transition).
                 if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
+                // Signals a source watches are unblocked on workers (signal.c).
+                if gc_signal_generation_now() != signalGeneration {
+                    signalGeneration = gc_signal_update_worker_mask()
+                }
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)

@@ -16,7 +16,8 @@ import Glibc
 /// libdispatch on Darwin does (it turns kqueue's ESRCH into a synthetic NOTE_EXIT): the
 /// process a program asked about is gone, which is what EXIT means, and a program that
 /// waits for the exit must not wait forever. A failure for want of a resource (no
-/// descriptor left for the pidfd: EMFILE, ENFILE, ENOMEM) cancels the source
+/// descriptor left for the pidfd: EMFILE, ENFILE, ENOMEM; or epoll refusing the pidfd)
+/// cancels the source
 /// (`SourceCore.cancelForWantOf`, source.h); other failures (a thread id that is not a
 /// process) leave a source that never fires, whose cancel handler still runs on cancel.
 ///
@@ -48,9 +49,17 @@ final class ProcessMonitor: SourceMonitor, @unchecked Sendable {
     }
 }
 
-/// Event thread: the pidfd is readable, the process has exited.
-private let processExited: DescriptorHandler = { context, _ in
+/// Event thread: the pidfd is readable, the process has exited; or epoll refused the
+/// pidfd (epoll_ctl: ENOSPC past fs.epoll.max_user_watches, ENOMEM), which the descriptor
+/// table reports once as a lone GC_POLL_ERR, and which follows the rule for want of a
+/// resource: the library cancels the source. A pidfd's own readiness is never an error
+/// (readable, and hung up once reaped), so a lone error is that refusal, not an exit.
+private let processExited: DescriptorHandler = { context, events in
     let source = Unmanaged<SourceCore>.fromOpaque(context!).takeUnretainedValue()
+    if events == GC_POLL_ERR {
+        source.cancelForWantOf("epoll_ctl", error: 0)
+        return
+    }
     if source.mask & SourceType.processExit != 0 { source.mergeOr(SourceType.processExit) }
 }
 

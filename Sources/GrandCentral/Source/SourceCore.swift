@@ -358,10 +358,11 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// default root queue, which holds a reference on the source until it has run.
     /// Rejected: retrying when descriptors are freed (nothing tells the library when that
     /// happens but polling, and a program at its limit is better told than kept waiting).
+    /// `negativeErrno` 0: the error is not known (the descriptor table does not carry it).
     func cancelForWantOf(_ call: StaticString, error negativeErrno: Int32) {
         if DebugLog.enabled {
-            DebugLog.source("\(type.name) source \(handle): \(call) failed: \(String(cString: strerror(-negativeErrno))); "
-                + "the library cancels it")
+            let why = negativeErrno == 0 ? "" : ": \(String(cString: strerror(-negativeErrno)))"
+            DebugLog.source("\(type.name) source \(handle): \(call) failed\(why); the library cancels it")
         }
         RootQueues.defaultQueue.enqueue(cancelForWantOfResource, Unmanaged.passRetained(self).toOpaque())
     }
