@@ -186,8 +186,9 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     /// queue). FIFO holds: with nothing queued and no drain holding a popped item, every
     /// item submitted before this one has already been redirected; an item being pushed
     /// by another thread right now is concurrent with this one. Returns false (the caller
-    /// pushes onto the list) when the queue is not idle or its width is used up.
-    @inline(__always)
+    /// pushes onto the list) when the queue is not idle or its width is used up. Out of
+    /// line: `push` is inlined into every submission path, and serial queues never come here.
+    @inline(never)
     final func tryRedirectAtOnce(_ node: Continuation) -> Bool {
         var s = state.load(ordering: .sequentiallyConsistent)
         let limit = UInt64(width.load(ordering: .relaxed))
