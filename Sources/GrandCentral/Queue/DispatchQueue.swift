@@ -183,7 +183,47 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     @inline(__always)
     final func push(_ node: Continuation) {
         if role == .root { return unsafeDowncast(self, to: RootQueue.self).pushRoot(node) }
+        if usesWidth.load(ordering: .relaxed),
+           node.pointee.flags & Self.heldByDrain == 0,
+           tryRedirectAtOnce(node) { return }
         if items.push(node) { wakeup() }
+    }
+
+    /// Items a concurrent queue's drain does not simply redirect (it runs a barrier itself
+    /// and hands a sync waiter the queue), so they always go through the list.
+    static let heldByDrain = ContinuationFlags.barrier.rawValue | ContinuationFlags.syncHandoff.rawValue
+
+    /// The producer's side of a concurrent queue's drain, as libdispatch's concurrent push
+    /// does: when the queue is idle (no drain scheduled or running, nothing queued, not
+    /// suspended) and has a unit of width free, the item takes the unit and goes straight
+    /// to the target, exactly as a drain would redirect it, without a drain node, a trip
+    /// through the target for that drain, or a second worker woken for the redirected item
+    /// (the Swift global executor's path: one `dispatch_async_f` per job onto a concurrent
+    /// queue). FIFO holds: with nothing queued and no drain holding a popped item, every
+    /// item submitted before this one has already been redirected; an item being pushed
+    /// by another thread right now is concurrent with this one. Returns false (the caller
+    /// pushes onto the list) when the queue is not idle or its width is used up. Out of
+    /// line: `push` is inlined into every submission path, and serial queues never come here.
+    @inline(never)
+    final func tryRedirectAtOnce(_ node: Continuation) -> Bool {
+        var s = state.load(ordering: .sequentiallyConsistent)
+        let limit = UInt64(width.load(ordering: .relaxed))
+        while true {
+            let q = QueueState(s)
+            if q.isEnqueued || q.isSuspended || q.inFlight >= limit { return false }
+            // An item pushed earlier is either still queued (seen here) or was popped by a
+            // drain that holds ENQUEUED until it has redirected it (seen above, or the
+            // compare-exchange fails).
+            if !items.isEmpty { return false }
+            let (done, now) = state.weakCompareExchange(expected: s, desired: s + 1, ordering: .sequentiallyConsistent)
+            if done {
+                // Width held: the queue references itself while anything is in flight.
+                if q.inFlight == 0 { _ = Unmanaged.passUnretained(self).retain() }
+                redirect(node)
+                return true
+            }
+            s = now
+        }
     }
 
     /// Schedules a drain if the queue has work, is runnable, and none is scheduled.

@@ -205,8 +205,17 @@ extension DispatchQueue {
     /// A unit of width comes back (a redirected item or an inline sync finished). If the
     /// drain is waiting and can now proceed, reschedule it: it still owns ENQUEUED and its
     /// retain, which pass to the new drain node.
+    ///
+    /// `onWorker`: the caller has just run a redirected item of this queue. When that was
+    /// a pool worker running it straight from a root (a worker thread inside no queue) and
+    /// the target is a root queue, the resumed drain runs here at once, as a drain node
+    /// pushed onto that root would have run on the next worker to pop it: it only
+    /// redirects items onto the root (or runs a barrier), so the root's order of service
+    /// is unchanged, without a node, a root push and pop, and the futex wake of an idle
+    /// worker that push costs when the root was empty. (A saturated concurrent queue, the
+    /// Swift global executor's under a task group, resumes its drain once per item.)
     @inline(__always)
-    final func releaseWidth() {
+    final func releaseWidth(onWorker: Bool = false) {
         var s = state.load(ordering: .relaxed)
         let limit = UInt64(width.load(ordering: .relaxed))
         while true {
@@ -222,7 +231,14 @@ extension DispatchQueue {
             }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
             if done {
-                if resume { scheduleDrain(retain: false) }
+                if resume {
+                    if onWorker, gc_held_top() == nil, gc_thread_self()!.pointee.worker != nil,
+                       unmanagedTarget!._withUnsafeGuaranteedRef({ $0.role == .root }) {
+                        drain()  // owns ENQUEUED and the waiting drain's retain
+                    } else {
+                        scheduleDrain(retain: false)
+                    }
+                }
                 if q.inFlight == 0 { Unmanaged.passUnretained(self).release() }
                 return
             }
@@ -296,7 +312,7 @@ func runContinuationSlow(_ node: Continuation, _ flags: ContinuationFlags,
                 if waiter { SyncLoan.runOrLend(node, function, context) } else { function(context) }
             }
             ThreadNames.leave(recorded)
-            queue.releaseWidth()
+            queue.releaseWidth(onWorker: true)
         }
     } else if waiter {
         SyncLoan.runOrLend(node, function, context)
