@@ -132,6 +132,18 @@ else
     echo "client bug                   BUG IN CLIENT line, then SIGILL (status 132)"
 fi
 
+# Fork (tests/dropin/fork.c): a busy parent forks ten times and each child uses dispatch
+# (queues, a group, dispatch_after, a timer source). Through grandcentral-run only: on the
+# toolchain's libdispatch such a child hangs (or crashes), so there is nothing to compare.
+"$swift_root/bin/clang" -fblocks -O2 -I"$swift_root/lib/swift" "$root_dir/tests/dropin/fork.c" -o "$out/fork" \
+    -L"$toolchain_lib" -Wl,-rpath,"$toolchain_lib" -ldispatch
+if fork_out=$(timeout 120 "$run" "$out/fork" 2>&1); then
+    echo "fork                         $fork_out"
+else
+    failures=$((failures + 1))
+    echo "fork                         FAILED through grandcentral-run: $fork_out"
+fi
+
 # One runtime per process: a program linked with libgrandcentral.so.0 that also loads
 # libdispatch.so gets one copy of GrandCentral through grandcentral-run (the drop-in's
 # directory holds libgrandcentral.so.0 as a link to libdispatch.so, and the loader maps one
