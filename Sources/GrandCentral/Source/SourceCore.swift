@@ -252,10 +252,15 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// a call from one of the source's own handlers is a client bug; an inactive source is
     /// cancelled and activated (it never registered, so there is nothing to wait for).
     ///
-    /// The wait polls the state word with a growing sleep (10 µs up to 1 ms): CANCEL_DONE
-    /// is set by the source's drain on its target queue, which has no waiter to wake, and a
-    /// cancel completes within one drain of the target. Rejected: a private cancel handler
-    /// that signals the waiter (it races with a drain that already found no handler).
+    /// The wait polls the state word with a growing sleep (10 µs up to 1 ms) until
+    /// CANCEL_DONE. A drain that is running (a handler, perhaps) completes the cancellation
+    /// itself. Once the monitor has stopped and no drain runs (no drain lock, or its node
+    /// WAITING on a queue: a suspended target, or one above it, may hold it until a resume),
+    /// the caller completes it in the drain's place, as libdispatch's caller does when it
+    /// can take the source's drain lock: there is no cancel handler to run, only CANCEL_DONE
+    /// to set and the handlers to drop (see `SourceState`, WAITING). Rejected: a private
+    /// cancel handler that signals the waiter (it races with a drain that already found no
+    /// handler, and it would still wait for the target's resume).
     func cancelAndWait(caller: StaticString) {
         if case .none = handler(.cancel) {} else { clientBug(caller, "source has a cancel handler") }
         let s = SourceState(state.load(ordering: .acquiring))
@@ -271,12 +276,33 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         cancel()
         var pause: Int = 10_000
         BlockingRegion.enter()
-        while !SourceState(state.load(ordering: .acquiring)).has(SourceState.cancelDone) {
+        while !completeCancelInPlaceOfDrain() {
             var request = timespec(tv_sec: 0, tv_nsec: pause)
             nanosleep(&request, nil)
             pause = min(pause * 2, 1_000_000)
         }
         BlockingRegion.leave()
+    }
+
+    /// For `cancelAndWait`: whether the cancellation is complete, completing it when the
+    /// drain is not running (see `SourceState`, WAITING). The caller has cancelled the
+    /// source, which has no cancel handler.
+    private func completeCancelInPlaceOfDrain() -> Bool {
+        var s = state.load(ordering: .sequentiallyConsistent)
+        while true {
+            let q = SourceState(s)
+            if q.has(SourceState.cancelDone) { return true }
+            guard q.has(SourceState.cancelled) && q.has(SourceState.stopped)
+                && (!q.has(SourceState.enqueued) || q.has(SourceState.waiting)) else { return false }
+            let desired = (s | SourceState.cancelDone) & ~SourceState.registration
+            let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .sequentiallyConsistent)
+            if done { break }
+            s = now
+        }
+        // What the drain does after a cancel handler (there is none): breaks the cycles a
+        // handler that captures its source makes.
+        dropHandlers()
+        return true
     }
 
     // MARK: Lifecycle (any thread)
@@ -476,7 +502,7 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         while true {
             let q = SourceState(s)
             if q.has(SourceState.enqueued) || !q.hasWork { return }
-            let (done, now) = state.weakCompareExchange(expected: s, desired: s | SourceState.enqueued,
+            let (done, now) = state.weakCompareExchange(expected: s, desired: s | SourceState.enqueued | SourceState.waiting,
                                                         ordering: .sequentiallyConsistent)
             if done { break }
             s = now
@@ -508,6 +534,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// runs again, after the resume. Checking once when the drain starts would not do: a
     /// handler may suspend its own target, and the drain runs up to `drainBudget` handlers.
     fileprivate func drain() {
+        // Running now: from here until the node is parked again or the lock is given back,
+        // only this drain completes a cancellation (`SourceState`, WAITING).
+        state.bitwiseAnd(~SourceState.waiting, ordering: .sequentiallyConsistent)
         var budget = SourceCore.drainBudget
         while true {
             while true {
@@ -570,6 +599,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// level, and the target's drain yields to its own (suspended) target within its budget,
     /// where the node then waits.
     private func park() {
+        // Before the push: once the node is visible it may run (and clear WAITING) at once.
+        // From here on this drain reads neither the handlers nor the state word.
+        state.bitwiseOr(SourceState.waiting, ordering: .sequentiallyConsistent)
         let raw = Unmanaged.passUnretained(self).toOpaque()
         let bits = targetBits.load(ordering: .acquiring)
         drainQueueBits = bits

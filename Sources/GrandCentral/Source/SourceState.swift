@@ -2,8 +2,8 @@
 /// loops and atomic adds/ors — the source's counterpart of `QueueState`.
 ///
 /// ```
-///  63            32 31      8     7          6           5           4          3        2        1         0
-/// [ suspend count ][ unused ][STARTED][REGISTRATION][CANCEL_DONE][STOPPED][CANCELLED][PENDING][ENQUEUED][INACTIVE]
+///  63            32 31      9     8         7          6           5           4          3        2        1         0
+/// [ suspend count ][ unused ][WAITING][STARTED][REGISTRATION][CANCEL_DONE][STOPPED][CANCELLED][PENDING][ENQUEUED][INACTIVE]
 /// ```
 /// - `INACTIVE` (bit 0): created inactive (every source is); counts as suspended until
 ///   `dispatch_activate` or the first `dispatch_resume` clears it.
@@ -23,6 +23,17 @@
 /// - `REGISTRATION` (bit 6): the registration handler is due (set on activation, cleared
 ///   by the drain that runs it).
 /// - `STARTED` (bit 7): the monitor was started (activation happened); `stop` is owed.
+/// - `WAITING` (bit 8): ENQUEUED is held by a drain node that sits on a queue and is not
+///   running: set with ENQUEUED by `wakeup`, and again by `park` before it pushes the node;
+///   cleared (an atomic and) by the drain first thing when its node runs. While it is set
+///   the lock's owner runs no code that reads the handlers, the data or this word, so
+///   `dispatch_source_cancel_and_wait` may complete a cancellation in the drain's place:
+///   with CANCELLED and STOPPED set and CANCEL_DONE clear, a CAS that expects WAITING (or
+///   no ENQUEUED at all) sets CANCEL_DONE and clears REGISTRATION. Both the CAS and the
+///   drain's clear are read-modify-writes of this word, so exactly one of them comes first:
+///   either the CAS fails and the drain completes the cancellation itself, or the drain,
+///   when it runs (after a suspended target's resume), finds no work, runs no handler, and
+///   gives the lock and its node's retain back as any drain does.
 /// - suspend count (bits 32–63): `dispatch_suspend` adds one, `dispatch_resume` removes one.
 ///
 /// The drain has work when the source is not suspended and one of: an event is pending and
@@ -40,6 +51,7 @@ struct SourceState: Equatable {
     static let cancelDone: UInt64 = 1 << 5
     static let registration: UInt64 = 1 << 6
     static let started: UInt64 = 1 << 7
+    static let waiting: UInt64 = 1 << 8
     static let suspendUnit: UInt64 = 1 << 32
     static let suspendMask: UInt64 = 0xFFFF_FFFF << 32
 
