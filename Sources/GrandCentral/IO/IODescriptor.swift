@@ -82,6 +82,13 @@ final class IODescriptor: @unchecked Sendable {
         state = prepare(descriptor)
     }
 
+    /// No descriptor, only an error (a channel made with dispatch_io_create_with_io from a
+    /// closed channel: ECANCELED). Shared with no one.
+    init(failed error: Int32) {
+        ownsDescriptor = false
+        state = .failed(error)
+    }
+
     /// A path to open at the first operation, checked now as libdispatch checks it when a
     /// path channel is created (`checkPath`): a failure leaves the entry failed with it,
     /// and the channel takes it as its own error.
