@@ -516,6 +516,65 @@ static void test_barrier_per_descriptor(void) {
     close(p[1]);
 }
 
+// MARK: - dispatch_io_create_with_io from a closed channel
+
+/// A channel made from `source` after dispatch_io_close(source, flags): it is made, its
+/// read ends with ECANCELED and no data, and its cleanup handler runs once with ECANCELED
+/// without waiting for the source (libdispatch's checks at creation; GrandCentral gave
+/// EBADF, and with a read still pending on the source the new channel shared the pipe).
+static void expect_cancelled_from_closed(dispatch_io_t source, unsigned long flags) {
+    dispatch_io_close(source, flags);
+    cleanup_t cleaned;
+    cleanup_init(&cleaned);
+    dispatch_io_t io = dispatch_io_create_with_io_f(DISPATCH_IO_STREAM, source, global(), &cleaned, record_cleanup);
+    CHECKF(io != NULL, "a channel made from a closed one is still made");
+    collector_t r;
+    collector_init(&r);
+    dispatch_io_read_f(io, 0, 4, global(), &r, collect);
+    COLLECTOR_WAIT(&r);
+    CHECKF(r.error == ECANCELED, "read error %d (%s), expected ECANCELED", r.error, strerror(r.error));
+    CHECK_EQ(r.size, (size_t)0);
+    collector_free(&r);
+    close_and_check_cleanup(io, &cleaned, ECANCELED);
+}
+
+static void test_with_io_from_closed(void) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    check_section("dispatch_io_create_with_io from a closed idle channel: ECANCELED for its read and cleanup");
+    cleanup_t c1;
+    cleanup_init(&c1);
+    dispatch_io_t first = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &c1, record_cleanup);
+    expect_cancelled_from_closed(first, 0);
+    dispatch_release(first);
+    check_cleanup(&c1, 0);
+
+    check_section("... from a channel closed with DISPATCH_IO_STOP: ECANCELED");
+    cleanup_init(&c1);
+    first = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &c1, record_cleanup);
+    expect_cancelled_from_closed(first, DISPATCH_IO_STOP);
+    dispatch_release(first);
+    check_cleanup(&c1, 0);
+
+    check_section("... from a closed channel with a read pending: ECANCELED at once; the pending read gets the data");
+    cleanup_init(&c1);
+    first = dispatch_io_create_f(DISPATCH_IO_STREAM, p[0], global(), &c1, record_cleanup);
+    collector_t pending;
+    collector_init(&pending);
+    dispatch_io_read_f(first, 0, 4, global(), &pending, collect);
+    expect_cancelled_from_closed(first, 0);
+    write_all(p[1], "abcd", 4);
+    COLLECTOR_WAIT(&pending);
+    CHECK_EQ(pending.error, 0);
+    CHECK_EQ(pending.size, (size_t)4);
+    CHECK(memcmp(pending.bytes, "abcd", 4) == 0);
+    collector_free(&pending);
+    dispatch_release(first);
+    check_cleanup(&c1, 0);
+    close(p[0]);
+    close(p[1]);
+}
+
 // MARK: - A write in several pieces reports progress
 
 static void test_write_progress(void) {
@@ -562,6 +621,7 @@ int main(void) {
     test_path_checked_at_creation();
     test_random_offsets();
     test_barrier_per_descriptor();
+    test_with_io_from_closed();
     test_write_progress();
     check_pass();
     return 0;

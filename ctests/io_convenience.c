@@ -486,6 +486,80 @@ static void test_block_read_loop(void) {
 }
 #endif
 
+#ifndef GC_REFERENCE_LIBDISPATCH
+// GrandCentral only: libdispatch hangs here (its per-descriptor entry for the number stays
+// with the stale read, and the new read waits behind it for ever).
+typedef struct {
+    atomic_size_t size;
+    atomic_int error, calls;
+    latch_t cleaned;
+} channel_read_t;
+
+static void channel_read_step(void *context, bool done, dispatch_data_t data, int error) {
+    channel_read_t *r = context;
+    if (data) atomic_fetch_add(&r->size, dispatch_data_get_size(data));
+    if (done) {
+        atomic_store(&r->error, error);
+        atomic_fetch_add(&r->calls, 1);
+    }
+}
+
+static void channel_read_cleanup(void *context, int error) {
+    channel_read_t *r = context;
+    CHECK_EQ(error, 0);
+    latch_arrive(&r->cleaned);
+}
+
+static void test_stale_read_on_reused_number(void) {
+    check_section("a read left pending on a pipe the client closed does not hold up the next pipe with its number");
+    int a[2];
+    CHECK(pipe(a) == 0);
+    int n = a[0];
+    // The misuse: a read waiting on n, then n closed under it. It never completes (its
+    // handler would write here, so this outlives the test).
+    static one_read_t stale;
+    latch_init(&stale.done, 1);
+    dispatch_read_f(n, 4, global(), &stale, one_read_done);
+    sleep_ms(200);  // the read is registered and waiting
+    close(a[0]);
+    close(a[1]);
+    // A correct program gets the number for a new pipe.
+    int b[2];
+    CHECK(pipe(b) == 0);
+    if (b[0] != n) {
+        CHECK(dup2(b[0], n) == n);
+        close(b[0]);
+    }
+    write_all(b[1], "ZZZZ", 4);
+    one_read_t *r = read_once(n, 4);  // fails if it does not deliver within 10 s
+    CHECK_EQ(r->error, 0);
+    CHECK_EQ(r->size, (size_t)4);
+    CHECK(memcmp(r->bytes, "ZZZZ", 4) == 0);
+    one_read_free(r);
+
+    check_section("... and a channel on the new pipe reads it and cleans up");
+    channel_read_t c;
+    atomic_store(&c.size, 0);
+    atomic_store(&c.error, -1);
+    atomic_store(&c.calls, 0);
+    latch_init(&c.cleaned, 1);
+    dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, n, global(), &c, channel_read_cleanup);
+    dispatch_io_read_f(io, 0, SIZE_MAX, global(), &c, channel_read_step);
+    write_all(b[1], "YYYYYY", 6);
+    close(b[1]);  // end of file completes the read
+    dispatch_io_close(io, 0);
+    dispatch_release(io);
+    CHECKF(latch_wait(&c.cleaned, 10), "the channel on the new pipe cleaned up within 10 s");
+    CHECK_EQ(atomic_load(&c.calls), 1);
+    CHECK_EQ(atomic_load(&c.error), 0);
+    CHECK_EQ(atomic_load(&c.size), (size_t)6);
+    CHECKF((fcntl(n, F_GETFL) & O_NONBLOCK) == 0, "the new pipe's flags are put back");
+    latch_destroy(&c.cleaned);
+    CHECKF(latch_count(&stale.done) == 1, "the stale read did not complete with the new pipe's data");
+    close(n);
+}
+#endif
+
 int main(void) {
     check_start("io_convenience", 240);
     test_read_lengths();
@@ -496,6 +570,9 @@ int main(void) {
     test_bad_descriptor();
 #ifdef __BLOCKS__
     test_block_read_loop();
+#endif
+#ifndef GC_REFERENCE_LIBDISPATCH
+    test_stale_read_on_reused_number();  // last: the stale read stays pending
 #endif
     check_pass();
     return 0;

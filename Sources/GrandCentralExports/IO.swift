@@ -77,9 +77,13 @@ public func dispatch_io_create_with_path_f(_ type: UInt, _ path: UnsafePointer<C
 public func dispatch_io_create_with_io_f(_ type: UInt, _ io: UnsafeMutableRawPointer?, _ queue: UnsafeMutableRawPointer?,
                                          _ context: UnsafeMutableRawPointer?,
                                          _ cleanup: dispatch_io_cleanup_function_t?) -> UnsafeMutableRawPointer? {
-    let descriptor = channel(io, "dispatch_io_create_with_io_f")._withUnsafeGuaranteedRef { $0.descriptor }
+    let source = channel(io, "dispatch_io_create_with_io_f")
     guard ioType(type, "dispatch_io_create_with_io_f") != nil else { return nil }
-    descriptor.addUser()
+    // A closed source (closed or stopped, operations still pending or not) gives a channel
+    // that fails with ECANCELED, for its operations and its cleanup handler, as in
+    // libdispatch: it neither shares the descriptor nor keeps the source's cleanup waiting.
+    // An open source shares its descriptor entry (one more user).
+    let descriptor = source._withUnsafeGuaranteedRef { $0.descriptorForNewChannel() } ?? IODescriptor(failed: ECANCELED)
     return makeChannel(type, descriptor, queue, context, cleanup, "dispatch_io_create_with_io_f")
 }
 

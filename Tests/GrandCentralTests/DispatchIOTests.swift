@@ -56,6 +56,37 @@ final class DispatchIOTests: XCTestCase {
         }
     }
 
+    func testChannelFromAClosedChannelIsCancelled() {
+        // As libdispatch: a channel made from a closed one fails with ECANCELED, for its
+        // operations and its cleanup handler (GrandCentral gave EBADF).
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { Glibc.close(fds[0]); Glibc.close(fds[1]) }
+        let sourceCleaned = DispatchSemaphore(value: 0)
+        let source = DispatchIO(type: .stream, fileDescriptor: fds[0], queue: .global()) { error in
+            XCTAssertEqual(error, 0)
+            sourceCleaned.signal()
+        }
+        source.close()
+        let cleaned = DispatchSemaphore(value: 0)
+        var cleanupError: Int32 = -1
+        let io = DispatchIO(type: .stream, io: source, queue: .global()) { error in
+            cleanupError = error
+            cleaned.signal()
+        }
+        let read = DispatchSemaphore(value: 0)
+        var readError: Int32 = -1
+        io.read(offset: 0, length: 4, queue: .global()) { done, _, error in
+            if done { readError = error; read.signal() }
+        }
+        XCTAssertEqual(read.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(readError, ECANCELED)
+        io.close()
+        XCTAssertEqual(cleaned.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(cleanupError, ECANCELED)
+        XCTAssertEqual(sourceCleaned.wait(timeout: .now() + 10), .success)
+    }
+
     func testPathChannelWritesThenReads() {
         let path = temporaryFile([])
         defer { unlink(path) }

@@ -274,13 +274,15 @@ final class TimerPolicyTests: XCTestCase {
         let timer = TimerNode(fire: probeFire, context: probe.context)
         probe.node = timer
         let start = gc_uptime_ns()
-        loop.armTimer(timer, deadline: start + 40 * ms, leeway: 0)
-        let second = loop.armTimer(timer, deadline: start + 150 * ms, leeway: 0)
+        // 300 ms: the second arm must replace the first before it is due, even on a
+        // loaded machine.
+        loop.armTimer(timer, deadline: start + 300 * ms, leeway: 0)
+        let second = loop.armTimer(timer, deadline: start + 600 * ms, leeway: 0)
         XCTAssertTrue(eventually { probe.fireCount == 1 })
         sleep(milliseconds: 100)
         let fires = probe.fireLog
         XCTAssertEqual(fires.count, 1, "one arm in effect, one fire")
-        XCTAssertGreaterThanOrEqual(fires[0].uptime, start + 150 * ms, "fired for the replaced arm")
+        XCTAssertGreaterThanOrEqual(fires[0].uptime, start + 600 * ms, "fired for the replaced arm")
         XCTAssertEqual(fires[0].arm, second)
     }
 
@@ -329,20 +331,21 @@ final class TimerPolicyTests: XCTestCase {
     }
 
     func testATimerArrivingAfterTheLoopArmedStillJoinsTheGroup() {
-        // A (20 ms, leeway 300 ms) alone: the loop arms at 20 ms. B (100 ms, no leeway)
-        // arrives later without waking the loop (its window ends after 20 ms). At 20 ms the
-        // loop sees B, A's group now waits for 100 ms, and both fire in one wakeup.
+        // A (500 ms, leeway 3 s) alone: the loop arms at 500 ms. B (1 s, no leeway)
+        // arrives later without waking the loop (its window ends after 500 ms). At 500 ms
+        // the loop sees B, A's group now waits for 1 s, and both fire in one wakeup. (The
+        // times leave room for a loaded machine: B must arrive before A is due.)
         let loop = EventLoop()
         let a = TimerProbe(), b = TimerProbe()
         let start = gc_uptime_ns()
-        loop.armTimer(TimerNode(fire: probeFire, context: a.context), deadline: start + 20 * ms, leeway: 300 * ms)
-        sleep(milliseconds: 5)
+        loop.armTimer(TimerNode(fire: probeFire, context: a.context), deadline: start + 500 * ms, leeway: 3_000 * ms)
+        sleep(milliseconds: 50)
         let before = loop.timerFiringPasses.load(ordering: .relaxed)
         let nodeB = TimerNode(fire: probeFire, context: b.context)
-        loop.armTimer(nodeB, deadline: start + 100 * ms, leeway: 0)
+        loop.armTimer(nodeB, deadline: start + 1_000 * ms, leeway: 0)
         XCTAssertTrue(eventually { a.fireCount == 1 && b.fireCount == 1 })
-        XCTAssertGreaterThanOrEqual(a.fireLog[0].uptime, start + 100 * ms, "A fired alone at 20 ms")
-        XCTAssertGreaterThanOrEqual(b.fireLog[0].uptime, start + 100 * ms)
+        XCTAssertGreaterThanOrEqual(a.fireLog[0].uptime, start + 1_000 * ms, "A fired alone at 500 ms")
+        XCTAssertGreaterThanOrEqual(b.fireLog[0].uptime, start + 1_000 * ms)
         XCTAssertEqual(loop.timerFiringPasses.load(ordering: .relaxed) - before, 1, "one wakeup fired both")
     }
 
@@ -352,9 +355,9 @@ final class TimerPolicyTests: XCTestCase {
         let timer = TimerNode(fire: probeFire, context: probe.context)
         probe.node = timer
         let start = gc_uptime_ns()
-        loop.armTimer(timer, deadline: start + 30 * ms, leeway: 0)
+        loop.armTimer(timer, deadline: start + 300 * ms, leeway: 0)  // suspended well before it is due
         loop.suspendTimer(timer)
-        sleep(milliseconds: 100)
+        sleep(milliseconds: 400)
         XCTAssertEqual(probe.fireCount, 0, "a suspended timer does not fire")
         loop.resumeTimer(timer)
         XCTAssertTrue(eventually { probe.fireCount == 1 })
@@ -374,9 +377,9 @@ final class TimerPolicyTests: XCTestCase {
         let probe = TimerProbe()
         let timer = TimerNode(fire: probeFire, context: probe.context)
         probe.node = timer
-        loop.armTimer(timer, deadline: gc_uptime_ns() + 30 * ms, leeway: 0)
+        loop.armTimer(timer, deadline: gc_uptime_ns() + 300 * ms, leeway: 0)  // disarmed well before it is due
         loop.disarmTimer(timer)
-        sleep(milliseconds: 80)
+        sleep(milliseconds: 400)
         XCTAssertEqual(probe.fireCount, 0)
         loop.armTimer(timer, deadline: DispatchClock.forever, leeway: 0)
         sleep(milliseconds: 30)
@@ -472,7 +475,9 @@ final class TimerPolicyTests: XCTestCase {
         let base = DispatchClock.time(DispatchClock.now, 0)
         let before = loop.timerFiringPasses.load(ordering: .relaxed)
         for i in 0..<10 {
-            let deadline = base + (100 + UInt64(i)) * ms  // default leeway: 10 %, 10 ms
+            // 1 s ahead (default leeway: 10 %, 100 ms): all ten are armed before the first
+            // is due, even on a loaded machine.
+            let deadline = base + (1_000 + UInt64(i)) * ms
             deadlines.append(deadline)
             let box = AfterBox {
                 let now = gc_uptime_ns()
@@ -493,17 +498,19 @@ final class TimerPolicyTests: XCTestCase {
     }
 
     func testLoneAfterIsNotDelayedByItsLeeway() {
-        // 1 s with the default 10 % leeway: the old policy fired it at 1.1 s.
+        // 5 s with the default 10 % leeway (500 ms): the old policy fired it at 5.5 s. The
+        // bound leaves 400 ms of the 500 for a loaded machine (a 1 s timer's 80 ms bound
+        // failed at 94 ms late), as ctests/timers.c does.
         let loop = EventLoop()
         let queue = DispatchQueue(label: "timer-policy.lone")
         let firedAt = FiredAt()
-        let deadline = DispatchClock.time(DispatchClock.now, 1_000_000_000)
+        let deadline = DispatchClock.time(DispatchClock.now, 5_000_000_000)
         let box = AfterBox { firedAt.value.store(gc_uptime_ns(), ordering: .sequentiallyConsistent) }
         queue.after(deadline, afterBoxFire, Unmanaged.passRetained(box).toOpaque(), on: loop)
-        XCTAssertTrue(eventually(within: 10) { firedAt.value.load(ordering: .sequentiallyConsistent) != 0 })
+        XCTAssertTrue(eventually(within: 15) { firedAt.value.load(ordering: .sequentiallyConsistent) != 0 })
         let at = firedAt.value.load(ordering: .sequentiallyConsistent)
         XCTAssertGreaterThanOrEqual(at, deadline, "early")
-        XCTAssertLessThan(at - deadline, 80 * ms, "fired \((at - deadline) / 1_000) us late: leeway delayed a lone timer")
+        XCTAssertLessThan(at - deadline, 400 * ms, "fired \((at - deadline) / 1_000) us late: leeway delayed a lone timer")
     }
 }
 

@@ -205,6 +205,18 @@ final class IOChannel: DispatchObject, @unchecked Sendable {
         perform(actions)
     }
 
+    /// dispatch_io_create_with_io: the descriptor, with one more user, for a new channel
+    /// made from this one; nil once this one is closed (the new channel then fails with
+    /// ECANCELED, as in libdispatch). Under the lock, so a close cannot slip between the
+    /// check and the new user: the last user's finish always comes after `isClosed` is set.
+    func descriptorForNewChannel() -> IODescriptor? {
+        schedule.lock.withLock {
+            if isClosed { return nil }
+            descriptor.addUser()
+            return descriptor
+        }
+    }
+
     /// dispatch_io_get_descriptor: -1 before the descriptor is open and after close;
     /// called from one of this channel's barriers, it opens a path channel first (as
     /// libdispatch documents), so the barrier can fsync or lseek it.

@@ -1,3 +1,5 @@
+import CGrandCentral
+
 // dispatch_read and dispatch_write: one operation on a throwaway stream channel over the
 // client's descriptor.
 //
@@ -41,10 +43,22 @@ private final class OneShotOutcome: @unchecked Sendable {
 
 /// The convenience operations of one direction of one descriptor that wait for the one
 /// ahead of them. A line exists (in `lines`) while an operation of it is in flight.
+///
+/// A line is for one file under one number (`identity`, `gc_descriptor_identity`): a
+/// client that closes a descriptor while a read on it waits for readiness leaves that read
+/// pending for ever (its file is gone, no readiness will come), and a new file that gets
+/// the number must not queue behind it.
 private struct ConvenienceLine {
     struct Key: Hashable {
         let descriptor: Int32
+        let identity: UInt64
         let isRead: Bool
+
+        init(descriptor: Int32, isRead: Bool) {
+            self.descriptor = descriptor
+            identity = gc_descriptor_identity(descriptor)
+            self.isRead = isRead
+        }
     }
 
     /// Starts of the waiting operations, in call order, from `head` on.

@@ -55,6 +55,10 @@ final class IODescriptor: @unchecked Sendable {
     private var waitingCleanups: [() -> Void] = []
     /// The client descriptor this entry is registered under in `registry`, or nil.
     private var registeredDescriptor: Int32?
+    /// The file behind `registeredDescriptor` when the entry was made
+    /// (`gc_descriptor_identity`: device and inode). Written before the entry is published
+    /// in `registry`, then immutable.
+    private var registeredIdentity: UInt64 = 0
 
     /// Client descriptors in use by channels, by number. Guarded by its mutex, which also
     /// covers creating an entry (its O_NONBLOCK) and the last user's restoring the flags,
@@ -63,12 +67,21 @@ final class IODescriptor: @unchecked Sendable {
 
     /// The descriptor entry for client descriptor `fd`: the one channels already use, or a
     /// new one (checked now: EBADF for a descriptor that is not open).
+    ///
+    /// Reused numbers: a client may close a descriptor while an operation on it still waits
+    /// for readiness (it then never hears again: the event loop retires the registration,
+    /// see EventLoopDescriptors.swift) and get the number back for another file. An entry
+    /// whose file is not the one the number names now is stale: it is not shared, and a new
+    /// entry takes its place in the table (the stale one keeps its channels and their
+    /// schedule, and never touches the new file's flags; see `channelDidFinish`).
     static func shared(descriptor fd: Int32) -> IODescriptor {
-        registry.withLock { table in
-            if let entry = table[fd], entry.tryAddUser() { return entry }
+        let identity = gc_descriptor_identity(fd)
+        return registry.withLock { table in
+            if let entry = table[fd], entry.registeredIdentity == identity, entry.tryAddUser() { return entry }
             let entry = IODescriptor(descriptor: fd)
             if case .open = entry.state {
                 entry.registeredDescriptor = fd
+                entry.registeredIdentity = identity
                 table[fd] = entry
             }
             return entry
@@ -80,6 +93,13 @@ final class IODescriptor: @unchecked Sendable {
         ownsDescriptor = false
         state = .failed(EBADF)
         state = prepare(descriptor)
+    }
+
+    /// No descriptor, only an error (a channel made with dispatch_io_create_with_io from a
+    /// closed channel: ECANCELED). Shared with no one.
+    init(failed error: Int32) {
+        ownsDescriptor = false
+        state = .failed(error)
     }
 
     /// A path to open at the first operation, checked now as libdispatch checks it when a
@@ -238,7 +258,9 @@ final class IODescriptor: @unchecked Sendable {
                 guard case .open(let fd, _) = state else { return }
                 if ownsDescriptor {
                     Glibc.close(fd)
-                } else if let savedFlags {
+                } else if let savedFlags, gc_descriptor_identity(fd) == registeredIdentity {
+                    // Not if the number now names another file (the client closed it
+                    // under a pending operation and reused it): those flags are not ours.
                     _ = gc_io_restore_flags(fd, savedFlags)
                 }
                 state = .failed(EBADF)

@@ -79,11 +79,11 @@ public class DispatchIO: DispatchObject, @unchecked Sendable {
                                      cleanupQueue: queue, cleanupHandler: cleanupHandler))
     }
 
-    /// A channel of `type` over the same descriptor as `io`.
+    /// A channel of `type` over the same descriptor as `io`; once `io` is closed, a channel
+    /// whose operations and cleanup handler get ECANCELED (as in libdispatch).
     public convenience init(type: StreamType, io: DispatchIO, queue: DispatchQueue,
                             cleanupHandler: @escaping (_ error: Int32) -> Void) {
-        let descriptor = io.channel.descriptor
-        descriptor.addUser()
+        let descriptor = io.channel.descriptorForNewChannel() ?? IODescriptor(failed: ECANCELED)
         self.init(channel: IOChannel(type: type.channelType, descriptor: descriptor, cleanupQueue: queue,
                                      cleanupHandler: cleanupHandler))
     }
