@@ -523,6 +523,60 @@ static void suspended_before_activation_costs_nothing(void) {
     dispatch_release(queue);
 }
 
+#define PRESUSPENDED_ROUNDS 200
+
+typedef struct {
+    dispatch_source_t source;
+    atomic_ulong first_data;
+    atomic_long calls;
+} first_call_probe_t;
+
+static void nothing(void *context) { (void)context; }
+
+static void first_call_event(void *context) {
+    first_call_probe_t *probe = context;
+    unsigned long data = dispatch_source_get_data(probe->source);
+    if (atomic_load(&probe->calls) == 0) atomic_store(&probe->first_data, data);
+    atomic_fetch_add(&probe->calls, 1);
+}
+
+// The library once left the fires missed while suspended to the event thread, racing with
+// the resume's wakeup of the source: a fire merged before the suspension took effect (a
+// timer started at NOW fires at once on activation) was delivered alone, with data 1, and
+// the missed fires in a second call. libdispatch counts them all into the first call.
+static void resume_reports_all_missed_fires(void) {
+    check_section("the first handler call after a resume reports every fire missed while suspended (200 rounds)");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-timer.resume-rounds", NULL);
+    static first_call_probe_t probe;
+    int short_rounds = 0;
+    unsigned long worst = ~0UL;
+    for (int round = 0; round < PRESUSPENDED_ROUNDS; round++) {
+        atomic_store(&probe.calls, 0);
+        atomic_store(&probe.first_data, 0);
+        probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
+        dispatch_set_context(probe.source, &probe);
+        dispatch_source_set_event_handler_f(probe.source, first_call_event);
+        dispatch_source_set_timer(probe.source, DISPATCH_TIME_NOW, 50 * NSEC_PER_USEC, 0);
+        dispatch_suspend(probe.source);
+        dispatch_activate(probe.source);
+        // At least 5 ms: at least 100 fires of the 50 µs timer are due by the resume.
+        sleep_ms(5);
+        dispatch_resume(probe.source);
+        WAIT_FOR_COUNT(&probe.calls, 1, 5);
+        unsigned long data = atomic_load(&probe.first_data);
+        if (data < 100) short_rounds++;
+        if (data < worst) worst = data;
+        dispatch_source_cancel(probe.source);
+        dispatch_release(probe.source);
+        // No handler of this round is still running when the next round resets the probe:
+        // none starts after the cancel, and one running holds the serial queue.
+        dispatch_sync_f(queue, NULL, nothing);
+    }
+    CHECKF(short_rounds == 0, "%d of %d rounds: the first call after the resume reported fewer than 100 fires (least %lu)",
+           short_rounds, PRESUSPENDED_ROUNDS, worst);
+    dispatch_release(queue);
+}
+
 int main(void) {
     check_start("source_timer", 50);
     repeating_does_not_drift();
@@ -536,6 +590,7 @@ int main(void) {
     many_short_timers();
     set_timer_drops_pending_fires();
     suspended_before_activation_costs_nothing();
+    resume_reports_all_missed_fires();
 #ifdef __BLOCKS__
     block_handlers();
 #endif
