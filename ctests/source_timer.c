@@ -472,7 +472,7 @@ static void settimer_event(void *context) {
     atomic_fetch_add(&probe->calls, 1);
 }
 
-static void block_queue(void *context) { sleep_ms((unsigned)(uintptr_t)context); }
+static void block_queue(void *context) { dispatch_semaphore_wait((dispatch_semaphore_t)context, DISPATCH_TIME_FOREVER); }
 
 static void set_timer_drops_pending_fires(void) {
     check_section("setting a timer again drops the fires merged for its old schedule");
@@ -481,14 +481,17 @@ static void set_timer_drops_pending_fires(void) {
     probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
     dispatch_set_context(probe.source, &probe);
     dispatch_source_set_event_handler_f(probe.source, settimer_event);
-    // The target is busy for 100 ms, so the 10 ms timer's fires pile up as pending data.
-    dispatch_async_f(queue, (void *)(uintptr_t)100, block_queue);
+    // The target is busy until after the reset, so the 10 ms timer's fires pile up as
+    // pending data (a timed block raced with this thread's sleep on a loaded machine).
+    dispatch_semaphore_t unblock = dispatch_semaphore_create(0);
+    dispatch_async_f(queue, unblock, block_queue);
     dispatch_source_set_timer(probe.source, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_MSEC), 10 * NSEC_PER_MSEC, 0);
     dispatch_activate(probe.source);
     sleep_ms(60);
     uint64_t reset = now_ns();
     dispatch_source_set_timer(probe.source, dispatch_time(DISPATCH_TIME_NOW, 300 * NSEC_PER_MSEC),
                               DISPATCH_TIME_FOREVER, 0);
+    dispatch_semaphore_signal(unblock);
     WAIT_FOR_COUNT(&probe.calls, 1, 5);
     CHECKF(atomic_load(&probe.last_call_ns) >= reset + 300 * NSEC_PER_MSEC,
            "the first handler call came %.1f ms after the reset, before the new start (old fires were kept)",
@@ -496,6 +499,7 @@ static void set_timer_drops_pending_fires(void) {
     CHECK_EQ(atomic_load(&probe.data), 1);
     dispatch_source_cancel(probe.source);
     dispatch_release(probe.source);
+    dispatch_release(unblock);
     dispatch_release(queue);
 }
 
@@ -523,6 +527,112 @@ static void suspended_before_activation_costs_nothing(void) {
     dispatch_release(queue);
 }
 
+#define PRESUSPENDED_ROUNDS 200
+
+typedef struct {
+    dispatch_source_t source;
+    atomic_ulong first_data;
+    atomic_long calls;
+} first_call_probe_t;
+
+static void nothing(void *context) { (void)context; }
+
+static void first_call_event(void *context) {
+    first_call_probe_t *probe = context;
+    unsigned long data = dispatch_source_get_data(probe->source);
+    if (atomic_load(&probe->calls) == 0) atomic_store(&probe->first_data, data);
+    atomic_fetch_add(&probe->calls, 1);
+}
+
+// The library once left the fires missed while suspended to the event thread, racing with
+// the resume's wakeup of the source: a fire merged before the suspension took effect (a
+// timer started at NOW fires at once on activation) was delivered alone, with data 1, and
+// the missed fires in a second call. libdispatch counts them all into the first call.
+static void resume_reports_all_missed_fires(void) {
+    check_section("the first handler call after a resume reports every fire missed while suspended (200 rounds)");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-timer.resume-rounds", NULL);
+    static first_call_probe_t probe;
+    int short_rounds = 0;
+    unsigned long worst = ~0UL;
+    for (int round = 0; round < PRESUSPENDED_ROUNDS; round++) {
+        atomic_store(&probe.calls, 0);
+        atomic_store(&probe.first_data, 0);
+        probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
+        dispatch_set_context(probe.source, &probe);
+        dispatch_source_set_event_handler_f(probe.source, first_call_event);
+        dispatch_source_set_timer(probe.source, DISPATCH_TIME_NOW, 50 * NSEC_PER_USEC, 0);
+        dispatch_suspend(probe.source);
+        dispatch_activate(probe.source);
+        // At least 5 ms: at least 100 fires of the 50 µs timer are due by the resume.
+        sleep_ms(5);
+        dispatch_resume(probe.source);
+        WAIT_FOR_COUNT(&probe.calls, 1, 5);
+        unsigned long data = atomic_load(&probe.first_data);
+        if (data < 100) short_rounds++;
+        if (data < worst) worst = data;
+        dispatch_source_cancel(probe.source);
+        dispatch_release(probe.source);
+        // No handler of this round is still running when the next round resets the probe:
+        // none starts after the cancel, and one running holds the serial queue.
+        dispatch_sync_f(queue, NULL, nothing);
+    }
+    CHECKF(short_rounds == 0, "%d of %d rounds: the first call after the resume reported fewer than 100 fires (least %lu)",
+           short_rounds, PRESUSPENDED_ROUNDS, worst);
+    dispatch_release(queue);
+}
+
+#define ACTIVE_SUSPEND_ROUNDS 300
+#define ACTIVE_PROBE_CALLS 100000
+
+typedef struct {
+    dispatch_source_t source;
+    atomic_long calls;
+    unsigned long data_at[ACTIVE_PROBE_CALLS];
+} calls_probe_t;
+
+static void calls_probe_event(void *context) {
+    calls_probe_t *probe = context;
+    long call = atomic_load(&probe->calls);
+    if (call < ACTIVE_PROBE_CALLS) probe->data_at[call] = dispatch_source_get_data(probe->source);
+    atomic_fetch_add(&probe->calls, 1);
+}
+
+// The same for a running timer: fires merged between the suspend and the moment the event
+// thread took the node out of its heap were pending at the resume, and were delivered
+// alone, ahead of the missed fires.
+static void resume_of_running_timer_reports_all_missed_fires(void) {
+    check_section("a running 50 us timer suspended for 5 ms: the first call after each resume reports >= 100 fires (300 rounds)");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-timer.resume-running", NULL);
+    static calls_probe_t probe;
+    probe.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, queue);
+    dispatch_set_context(probe.source, &probe);
+    dispatch_source_set_event_handler_f(probe.source, calls_probe_event);
+    dispatch_source_set_timer(probe.source, DISPATCH_TIME_NOW, 50 * NSEC_PER_USEC, 0);
+    dispatch_activate(probe.source);
+    int short_rounds = 0, calls_while_suspended = 0;
+    unsigned long worst = ~0UL;
+    for (int round = 0; round < ACTIVE_SUSPEND_ROUNDS; round++) {
+        WAIT_FOR_COUNT(&probe.calls, atomic_load(&probe.calls) + 2, 5);
+        dispatch_suspend(probe.source);
+        dispatch_sync_f(queue, NULL, nothing);  // a handler already running finishes
+        long before = atomic_load(&probe.calls);
+        sleep_ms(5);  // at least 100 fires are due by the resume
+        if (atomic_load(&probe.calls) != before) calls_while_suspended++;
+        dispatch_resume(probe.source);
+        WAIT_FOR_COUNT(&probe.calls, before + 1, 5);
+        if (before >= ACTIVE_PROBE_CALLS) break;
+        unsigned long data = probe.data_at[before];
+        if (data < 100) short_rounds++;
+        if (data < worst) worst = data;
+    }
+    CHECK_EQ(calls_while_suspended, 0);
+    CHECKF(short_rounds == 0, "%d of %d rounds: the first call after the resume reported fewer than 100 fires (least %lu)",
+           short_rounds, ACTIVE_SUSPEND_ROUNDS, worst);
+    dispatch_source_cancel(probe.source);
+    dispatch_release(probe.source);
+    dispatch_release(queue);
+}
+
 int main(void) {
     check_start("source_timer", 50);
     repeating_does_not_drift();
@@ -536,6 +646,8 @@ int main(void) {
     many_short_timers();
     set_timer_drops_pending_fires();
     suspended_before_activation_costs_nothing();
+    resume_reports_all_missed_fires();
+    resume_of_running_timer_reports_all_missed_fires();
 #ifdef __BLOCKS__
     block_handlers();
 #endif

@@ -111,7 +111,41 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
     }
 
     func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(self) }
-    func resume(_ source: SourceCore) { EventLoop.shared.resumeTimer(self) }
+
+    /// Counts the fires that came due while the source was suspended into its data before
+    /// the node goes back to the event loop, so the source's wakeup that follows the resume
+    /// (SourceCore.resumeObject) finds them: the first handler call after the resume
+    /// reports every fire missed, together with any merged before the suspension took
+    /// effect, as libdispatch's does. Left to the event thread, the catch-up fire raced
+    /// with that wakeup, and a drain taking only the data already pending (say the one
+    /// fire of a timer started at NOW between activation and its suspension) split the
+    /// missed fires over two handler calls.
+    func resume(_ source: SourceCore) {
+        configLock.lock()
+        let count = catchUpLocked()
+        if count != 0 { source.mergeAdd(count) }
+        configLock.unlock()
+        EventLoop.shared.resumeTimer(self)
+    }
+
+    /// The resume's catch-up: the current arm's fires due by now, counted as the event
+    /// thread's fire counts them (`firedLocked`), and the node re-armed for the next one
+    /// (a new arm, so a fire of the old one already on its way is stale and counts
+    /// nothing). 0 when the deadline has not passed. Under `configLock`.
+    private func catchUpLocked() -> UInt {
+        guard config.isStarted, !config.isStopped, config.arm != 0, let clock = config.clock else { return 0 }
+        guard DispatchClock.read(clock) >= config.deadline else { return 0 }
+        guard config.interval != 0 else {
+            config.arm = 0  // spent: stays out of the heap until set again
+            EventLoop.shared.disarmTimer(self)
+            return 1
+        }
+        let count = countRepeatingLocked(clock)
+        // Ended (past the end of the clock): the node still holds the arm it was suspended
+        // with, which must not go back into the heap.
+        if config.arm == 0 { EventLoop.shared.disarmTimer(self) }
+        return count
+    }
 
     /// Event thread: the node's arm came due. Merges the fires into `source` (none for a
     /// stale fire), re-arming a repeating timer for its next multiple of the interval.
@@ -131,6 +165,15 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
             config.arm = 0  // spent: stays out of the heap until set again
             return 1
         }
+        return countRepeatingLocked(clock)
+    }
+
+    /// A repeating timer whose deadline has come: the fires due by now (the one due and
+    /// those missed), the deadline moved to the first multiple of the interval after now
+    /// and armed (or the timer ended, when that is past the end of the clock). Under
+    /// `configLock`.
+    private func countRepeatingLocked(_ clock: DispatchClock.Kind) -> UInt {
+        let interval = config.interval
         let now = DispatchClock.read(clock)
         let late = now > config.deadline ? now - config.deadline : 0
         let missed = late / interval
