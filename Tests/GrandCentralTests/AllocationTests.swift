@@ -82,12 +82,22 @@ final class AllocationTests: XCTestCase {
         // a batch in 2,000 calls, not one per call (scripts/allocation-check.sh checks the
         // release build).
         // Counted on the calling thread: unoptimised, the monitor thread allocates as it ticks.
+        // The fewest of three rounds: on a loaded machine workers are descheduled holding
+        // helper items, and one round can find the caches unbalanced; an allocation on the
+        // hot path would show in every round.
         let hits = Counter()
         for _ in 0..<10_000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
-        let before = gc_test_thread_allocations()
-        for _ in 0..<2000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
-        XCTAssertLessThan(gc_test_thread_allocations() - before, 300, "allocations in 2,000 concurrentPerform calls (was 6 per call)")
-        XCTAssertEqual(hits.value, 12_000 * 100, "every iteration ran")
+        var fewest = Int.max
+        var rounds = 0
+        for _ in 0..<3 {
+            rounds += 1
+            let before = gc_test_thread_allocations()
+            for _ in 0..<2000 { DispatchQueue.concurrentPerform(iterations: 100) { _ in hits.increment() } }
+            fewest = min(fewest, Int(gc_test_thread_allocations() - before))
+            if fewest < 300 { break }
+        }
+        XCTAssertLessThan(fewest, 300, "allocations in 2,000 concurrentPerform calls, fewest of three rounds (was 6 per call)")
+        XCTAssertEqual(hits.value, (10_000 + 2000 * rounds) * 100, "every iteration ran")
     }
 }
 
