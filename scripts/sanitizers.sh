@@ -25,4 +25,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address" >/dev/null
 targets=$(ninja -C "$build" -t targets all | grep -oE '^ctests/[a-z_]+\.clang:' | tr -d ':' | sort -u)
 ninja -C "$build" grandcentral $targets
-SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build" -L clang --output-on-failure
+# The fault-injection tests do not run here: faults_threads and faults_memory need the
+# LD_PRELOAD shims this build does not make (and a malloc shim cannot sit under ASan's own
+# malloc), and faults_descriptors' children fill the descriptor table, where LeakSanitizer
+# cannot start. ctest runs them against the ordinary build.
+SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$build" -L clang --output-on-failure \
+    -E '^faults_(threads|memory|descriptors)\.clang$'
