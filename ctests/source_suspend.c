@@ -320,6 +320,7 @@ static void handler_suspends_read(void) {
     probe_finish(&probe, true);
     close(fds[0]);
     close(fds[1]);
+    release_chain(chain);
 }
 
 /// A signal source whose handler suspends its target: signals sent while the queue is
