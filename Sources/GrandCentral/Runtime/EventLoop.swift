@@ -123,13 +123,13 @@ final class EventLoop: @unchecked Sendable {
     /// Timers whose request changed (arm, suspend, resume, disarm, cancel).
     let timerInbox = EventLoopInbox<TimerInboxLink>()
     /// Descriptor registrations and unregistrations, in submission order.
-    let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
+    let descriptorInbox = RegistrationInbox<DescriptorRegistration>()
     /// Registrations whose owner asked to be told about readiness again.
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
     /// Vnode sources' registrations and unregistrations (EventLoopFiles.swift).
-    let fileInbox = EventLoopInbox<FileCommandLink>()
+    let fileInbox = RegistrationInbox<FileRegistration>()
     /// Signal registrations and unregistrations, in submission order.
-    let signalInbox = EventLoopInbox<SignalCommandLink>()
+    let signalInbox = RegistrationInbox<SignalRegistration>()
     /// The event thread's kernel thread id, 0 until it has blocked every signal (see
     /// EventLoopSignals.swift). Stored once by the event thread.
     let kernelThreadID = Atomic<Int32>(0)
