@@ -116,9 +116,13 @@ final class ThreadPool: @unchecked Sendable {
     /// accessor is a `swift_once` — under ThreadSanitizer always the slow path, a
     /// priority-inheritance lock that 255 spinning workers convoyed on.
     let scanOrder: UnsafeMutableBufferPointer<Unmanaged<RootQueue>>
+    /// `ThreadPriority.niceByRoot`, copied here for the same reason: the nice value each
+    /// root's items run at (`ThreadPriority.unchanged`: leave the worker as it is).
+    let niceByRoot: UnsafeMutableBufferPointer<Int32>
 
     private init() {
         scanOrder = RootQueues.scanOrder
+        niceByRoot = ThreadPriority.niceByRoot
         activeCPUs = Int(gc_active_cpu_count())
         threadLimit = ThreadPool.limitFromEnvironment()
         debug = DebugLog.enabled
@@ -358,6 +362,8 @@ final class Worker: @unchecked Sendable {
     var itemSeenSince: Int64 = 0
     /// Debug lines only (`pool.debug`): when this worker last parked. The worker's alone.
     var idleSince: UInt64 = 0
+    /// The thread's nice value as this worker last set or read it. The worker's alone.
+    var nice: Int32 = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
@@ -380,6 +386,7 @@ final class Worker: @unchecked Sendable {
         // Workers fill their caches by recycling before they ever allocate: make sure the
         // cache is freed when this thread exits after its idle timeout.
         gc_thread_register_cache_cleanup()
+        nice = gc_thread_nice()
         var first = true
         /// Parked (or new) until this item: tell the monitor, which may be asleep.
         var woke = true
@@ -405,6 +412,7 @@ final class Worker: @unchecked Sendable {
                 if gc_signal_generation_now() != signalGeneration {
                     signalGeneration = gc_signal_update_worker_mask()
                 }
+                enterClass(ofRoot: rootIndex.load(ordering: .relaxed))
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
@@ -427,6 +435,21 @@ final class Worker: @unchecked Sendable {
         }
         // A producer may have counted on us between our last look and our exit.
         if pool.hasWork() { pool.workAvailable(.retiringWorkerSawWork) }
+    }
+
+    /// Before an item of root `root` (a `RootQueues.all` index) runs: the thread takes the
+    /// nice value of the root's QoS class (ThreadPriority), with a system call only when
+    /// that differs from the value it has. A failed setpriority leaves `nice` as it was, so
+    /// the next item of another class tries again.
+    @inline(__always)
+    func enterClass(ofRoot root: Int) {
+        let wanted = pool.niceByRoot[root]
+        if wanted != nice && wanted != ThreadPriority.unchanged { setNice(wanted) }
+    }
+
+    @inline(never)
+    func setNice(_ wanted: Int32) {
+        if gc_thread_set_nice(wanted) == 0 { nice = wanted }
     }
 
     /// The CPU time this thread has used, in nanoseconds, or -1 if it cannot be read
