@@ -50,6 +50,23 @@ import Synchronization
 /// then parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle
 /// process therefore ends with no workers and a sleeping monitor: no CPU at all.
 ///
+/// What a worker runs at: the nice value of the QoS class of the root its item came from
+/// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
+/// user-interactive -2; `ThreadPriority` holds the table and the privilege rule). Since a
+/// worker serves every root, it sets the value per item, not per thread: before an item it
+/// compares the root's value (`niceByRoot`, one load) with the one it has (`Worker.nice`)
+/// and calls setpriority only when they differ (`Worker.enterClass`), so a worker that keeps
+/// serving one class makes no system call and the hot path pays one compare. It does so
+/// only where a thread can come back down from 10 to -2 (root, CAP_SYS_NICE, RLIMIT_NICE
+/// >= 20, clamped to what RLIMIT_NICE allows); an ordinary user's workers stay at the value
+/// they started at, because lowering a nice value needs privilege and a worker left at 10
+/// would run the next default item at 10 — and every thread it started too, since threads
+/// inherit nice values (libdispatch does that unprivileged: its background threads go to 10
+/// one way, and default items later ran at 10). Rejected for that case, for now: per-class
+/// workers for the classes below default, or workers that serve only classes at or below
+/// their value with threads started by one kept at 0; each changes how the pool wakes,
+/// starts and counts workers, for a gain only unprivileged processes see.
+///
 /// Rejected: starting a thread on every push onto an overcommit root that finds no idle
 /// worker (libdispatch's Linux pthread pool). It is the most prompt, but a producer that
 /// creates 200,000 short-lived serial queues (each a push onto the overcommit root) then
