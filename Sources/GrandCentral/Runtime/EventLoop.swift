@@ -214,6 +214,7 @@ final class EventLoop: @unchecked Sendable {
         if threadStarted.load(ordering: .acquiring) { return true }
         let context = Unmanaged.passRetained(self).toOpaque()
         let error = gc_thread_create({ raw in
+            ThreadPriority.enterEventThread()
             Unmanaged<EventLoop>.fromOpaque(raw!).takeUnretainedValue().run()
         }, context, ThreadNames.event)
         if error != 0 {
