@@ -389,7 +389,7 @@ final class Worker: @unchecked Sendable {
         nameLock.withLock {
             if name == .idle(bucket: bucket) { return }
             name = .idle(bucket: bucket)
-            _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(rootIndex: bucket * 2))
+            _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(bucket: bucket))
         }
     }
 
