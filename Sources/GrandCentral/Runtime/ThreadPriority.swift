@@ -53,8 +53,9 @@ enum ThreadPriority {
     }
 
     /// The value each root's items run at, by `RootQueues.all` index; immortal, so a worker
-    /// reads it without reference counting.
-    static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
+    /// reads it without reference counting. Written only by its initializer (swift_once
+    /// publishes it), read-only after: hence nonisolated(unsafe).
+    nonisolated(unsafe) static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
         let buffer = UnsafeMutableBufferPointer<Int32>.allocate(capacity: RootQueues.bucketCount * 2)
         for i in 0..<buffer.count { buffer[i] = effective(niceByBucket[i / 2]) }
         return buffer
