@@ -7,14 +7,14 @@ import Synchronization
 // A source is a queue-like object. It has a target queue, a state word (`SourceState`:
 // inactive, suspended, drain lock, pending event, cancelled, ...) and an atomic data word
 // (`pendingData`), and it is drained by the same drain as a queue (`DrainedObject`,
-// QueueDrain.swift): whoever makes it runnable sets its drain lock (ENQUEUED, `DrainLock.take`)
-// and schedules one drain node on the target; the drain runs there under a `DrainBudget`,
-// asks "is there work?" (`SourceState.hasWork`) and runs it (the registration handler, the
-// event handler with the data merged so far, or the cancel handler), then gives the lock
-// back with the same clear-then-recheck as a queue (`DrainLock.giveBack`) and ends through
-// the same `finishDrain`. So handlers run on
-// the target queue, never on the event thread; with a serial target they are serialized
-// with the queue's other items; and one drain at a time means the event handler never runs
+// QueueDrain.swift): whoever makes it runnable sets its drain lock (ENQUEUED,
+// `DrainLock.take`) and schedules one drain node on the target; the drain runs there under
+// a `DrainBudget`, asks "is there work?" (`SourceState.hasWork`) and runs it (the
+// registration handler, the event handler with the data merged so far, or the cancel
+// handler), then gives the lock back with the same clear-then-recheck as a queue
+// (`DrainLock.giveBack`) and ends through the same `finishDrain`. So handlers run on the
+// target queue, never on the event thread; with a serial target they are serialized with
+// the queue's other items; and one drain at a time means the event handler never runs
 // concurrently with itself.
 //
 // Where events come from is the source's kind, behind one interface (`SourceMonitor`):
