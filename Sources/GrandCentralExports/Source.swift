@@ -32,9 +32,9 @@ public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ 
 /// one afterwards is a client bug, as in libdispatch (which also makes setting a mandatory
 /// cancel handler on an active source one).
 @inline(__always)
-private func checkHandlersMutable(_ shell: SourceCore, _ name: StaticString) {
-    if shell.hasMandatoryCancel.load(ordering: .relaxed)
-        && !SourceState(shell.state.load(ordering: .acquiring)).has(SourceState.inactive) {
+private func checkHandlersMutable(_ core: SourceCore, _ name: StaticString) {
+    if core.hasMandatoryCancel.load(ordering: .relaxed)
+        && !SourceState(core.state.load(ordering: .acquiring)).has(SourceState.inactive) {
         clientBug(name, "cannot change a handler of a source with a mandatory cancel handler after activation")
     }
 }
@@ -42,9 +42,9 @@ private func checkHandlersMutable(_ shell: SourceCore, _ name: StaticString) {
 @inline(__always)
 private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind,
                                 _ function: dispatch_function_t?, _ name: StaticString) {
-    source(s, name)._withUnsafeGuaranteedRef { shell in
-        checkHandlersMutable(shell, name)
-        shell.setHandler(kind, function.map {
+    source(s, name)._withUnsafeGuaranteedRef { core in
+        checkHandlersMutable(core, name)
+        core.setHandler(kind, function.map {
             SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
         })
     }
@@ -77,12 +77,12 @@ public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: I
     let handlerKind = SourceHandlerKind(rawValue: Int(kind))!
     let o = objectFromHandle(s)
     if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
-    unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { shell in
-        if shell.hasMandatoryCancel.load(ordering: .relaxed)
-            && !SourceState(shell.state.load(ordering: .acquiring)).has(SourceState.inactive) {
+    unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { core in
+        if core.hasMandatoryCancel.load(ordering: .relaxed)
+            && !SourceState(core.state.load(ordering: .acquiring)).has(SourceState.inactive) {
             gc_client_bug(name, "cannot change a handler of a source with a mandatory cancel handler after activation")
         }
-        shell.setHandler(handlerKind, block.map {
+        core.setHandler(handlerKind, block.map {
             SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
         })
     }

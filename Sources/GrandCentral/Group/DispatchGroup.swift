@@ -54,6 +54,8 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     /// `dispatch_group_enter`.
     @inline(__always)
     public func enter() {
+        // relaxed: an enter publishes nothing; waiters and notify acquire the matching leave's
+        // releasing CAS (`leave`), a later RMW of this word.
         let old = state.wrappingAdd(1, ordering: .relaxed).oldValue
         let count = old & Self.countMask
         if count == 0 {

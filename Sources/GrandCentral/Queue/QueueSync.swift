@@ -171,6 +171,11 @@ extension DispatchQueue {
     /// the file). `exclusive`: the drain lock; otherwise one unit of width.
     @inline(__always)
     final func trySyncAcquire(exclusive: Bool) -> Bool {
+        // sequentiallyConsistent, the load and the CAS: a taken queue is given back by
+        // `syncRelease` → tryUnlockDrain (clear ENQUEUED, then look at the list), which is
+        // one side of the Dekker pair with a producer's push (tail exchange) and then its
+        // `wakeup` load of ENQUEUED; and a successful CAS acquires the last drain's unlock
+        // CAS, so the items that drain ran happen before this caller's function.
         var s = state.load(ordering: .sequentiallyConsistent)
         let limit = UInt64(width.load(ordering: .relaxed))
         while true {
@@ -224,6 +229,9 @@ extension DispatchQueue {
                 // must not need a worker thread (they may all be parked in such syncs).
                 // Anything else goes back to the drain we schedule (`pendingHead`, taken
                 // first by drainSerial and drainConcurrent).
+                // usesWidth acquiring: pairs with setWidth's releasing store. The state load
+                // is sequentially consistent like the drain's post-pop check, against a
+                // suspender's RMW (QueueLifecycle) then its push.
                 if !usesWidth.load(ordering: .acquiring),
                    !QueueState(state.load(ordering: .sequentiallyConsistent)).isSuspended,
                    let node = items.pop() {
@@ -237,6 +245,9 @@ extension DispatchQueue {
                         SyncWaiter.wake(node)
                         return
                     }
+                    // Releasing: pairs with popSerial's/drainConcurrent's acquiring load of
+                    // `pendingHead` in the drain scheduled below (the push of its drain
+                    // node orders it too).
                     pendingHead.store(UInt(bitPattern: node), ordering: .releasing)
                 }
                 scheduleDrain(retain: true)
