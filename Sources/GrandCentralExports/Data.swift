@@ -1,4 +1,5 @@
 import CGrandCentral
+import GrandCentralSymbols
 import Glibc
 
 // data.h: data objects (engine: Sources/GrandCentral/Data). A handle is the data object
@@ -12,12 +13,6 @@ public typealias DataApplierFunction = @convention(c) (
 @inline(__always)
 func dataObject(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DataObject> {
     typedObject(handle, .data, function, ifNull: "data object is NULL", ifWrongKind: "object is not a data object")
-}
-
-/// The C handle of a data object the caller owns a count of.
-@inline(__always)
-func dataHandle(_ data: Unmanaged<DataObject>) -> UnsafeMutableRawPointer {
-    data.size == 0 ? gc_data_empty_symbol() : data.toOpaque()
 }
 
 /// The engine's form of a C destructor argument; nil means copy now (DEFAULT).

@@ -1,7 +1,8 @@
 // CGrandCentral: the few things the engine needs from C that Swift cannot express
 // directly: the futex syscall (variadic `syscall`), thread-local storage with a fast
 // access model, raw atomics on C-laid-out nodes, and thread creation with a controlled
-// signal mask. No dispatch_* names live here (DESIGN.md, layout).
+// signal mask. No dispatch_* or _dispatch_* names live here (DESIGN.md, layout): the C
+// ABI's data symbols are the handle layer's (GrandCentralExports/include).
 #ifndef CGRANDCENTRAL_H
 #define CGRANDCENTRAL_H
 
@@ -203,32 +204,6 @@ static inline gc_held_frame_t *gc_held_enter_chain(gc_held_frame_t *innermost, g
 static inline void gc_held_restore(gc_held_frame_t *previous) { gc_thread_storage.held = previous; }
 /// The innermost frame, or NULL outside any queue.
 static inline gc_held_frame_t *gc_held_top(void) { return gc_thread_storage.held; }
-
-// MARK: - Data symbols of the C ABI
-//
-// libdispatch's header takes the address of these (dispatch_get_main_queue() is
-// `&_dispatch_main_q`). They are defined in GrandCentralBlocks, which only the CMake build
-// links, so they are weak here: in the SwiftPM build their addresses are NULL.
-extern char _dispatch_main_q[] __attribute__((weak));
-extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
-static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
-static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
-// dispatch_data_empty is `&_dispatch_data_empty`; DISPATCH_DATA_DESTRUCTOR_FREE/_MUNMAP
-// are the *values* of the destructor symbols (pointers that are compared, never called).
-extern char _dispatch_data_empty[] __attribute__((weak));
-extern void *const _dispatch_data_destructor_free __attribute__((weak));
-extern void *const _dispatch_data_destructor_munmap __attribute__((weak));
-static inline void *gc_data_empty_symbol(void) { return (void *)_dispatch_data_empty; }
-static inline const void *gc_data_destructor_free_value(void) {
-    return &_dispatch_data_destructor_free ? _dispatch_data_destructor_free : NULL;
-}
-static inline const void *gc_data_destructor_munmap_value(void) {
-    return &_dispatch_data_destructor_munmap ? _dispatch_data_destructor_munmap : NULL;
-}
-extern void *const _dispatch_data_destructor_none __attribute__((weak));
-static inline const void *gc_data_destructor_none_value(void) {
-    return &_dispatch_data_destructor_none ? _dispatch_data_destructor_none : NULL;
-}
 
 /// Arranges (once per thread) for the thread's continuation cache to be freed when the
 /// thread exits, so threads that come and go do not leak their caches.
