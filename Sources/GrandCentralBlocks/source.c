@@ -8,7 +8,7 @@ static void gc_block_release(void *context)
 	Block_release((dispatch_block_t)context);
 }
 
-static void gc_source_set_block(dispatch_source_t source, int kind, dispatch_block_t handler,
+static void gc_source_set_block(dispatch_source_t source, gc_source_handler_kind_t kind, dispatch_block_t handler,
 		const char *function)
 {
 	void *copy = handler ? gc_block_copy(handler, function) : NULL;
@@ -17,21 +17,21 @@ static void gc_source_set_block(dispatch_source_t source, int kind, dispatch_blo
 
 void dispatch_source_set_event_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 0, handler, "dispatch_source_set_event_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_EVENT, handler, "dispatch_source_set_event_handler");
 }
 
 void dispatch_source_set_cancel_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 1, handler, "dispatch_source_set_cancel_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_CANCEL, handler, "dispatch_source_set_cancel_handler");
 }
 
 void dispatch_source_set_registration_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 2, handler, "dispatch_source_set_registration_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_REGISTRATION, handler, "dispatch_source_set_registration_handler");
 }
 
 void dispatch_source_set_mandatory_cancel_handler(dispatch_source_t source, dispatch_block_t handler)
 {
 	gc_source_mark_mandatory_cancel(source);
-	gc_source_set_block(source, 1, handler, "dispatch_source_set_mandatory_cancel_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_CANCEL, handler, "dispatch_source_set_mandatory_cancel_handler");
 }

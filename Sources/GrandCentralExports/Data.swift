@@ -126,13 +126,12 @@ public func dispatch_data_create_alloc(_ size: UInt,
 }
 
 /// `dispatch_data_format_type_t` handles are the addresses of the
-/// `_dispatch_data_format_type_*` objects (data_symbols.c): `{ magic "GCDF", kind }`.
-private let dataFormatMagic: UInt32 = 0x4743_4446  // "GCDF"
-
+/// `_dispatch_data_format_type_*` objects (data_symbols.c): `{ GC_DATA_FORMAT_MAGIC, kind }`,
+/// the kind a DataFormat (CGrandCentralKinds.h).
 private func dataFormat(_ type: UnsafeRawPointer?, _ what: StaticString) -> DataFormat {
     guard let type else { clientBug("dispatch_data_create_with_transform", what) }
-    guard type.load(as: UInt32.self) == dataFormatMagic,
-          let format = DataFormat(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else {
+    guard type.load(as: UInt32.self) == GC_DATA_FORMAT_MAGIC,
+          let format = DataFormat(rawValue: type.load(fromByteOffset: 4, as: UInt32.self)) else {
         clientBug("dispatch_data_create_with_transform", "not a DISPATCH_DATA_FORMAT_TYPE_* value")
     }
     return format

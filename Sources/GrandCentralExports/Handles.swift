@@ -127,10 +127,10 @@ func work(_ function: dispatch_function_t?, _ name: StaticString) -> dispatch_fu
     return function
 }
 
-/// The flags word of the internal entry points the block shims call (`gc_*_flags_f`;
-/// GrandCentralBlocks/shim.h spells the bits): bit 0 is "run as a barrier". They are not
-/// libdispatch's names, so the version script keeps them out of the dynamic symbol table.
+/// The flags word of the internal entry points the block shims call (`gc_*_flags_f`,
+/// `gc_work_item_core_notify`; the bits are CGrandCentralKinds.h's GC_SUBMIT_*). They are
+/// not libdispatch's names, so the version script keeps them out of the dynamic symbol table.
 @inline(__always)
 func submitFlags(_ raw: UInt) -> ContinuationFlags {
-    raw & 1 != 0 ? .barrier : []
+    raw & UInt(GC_SUBMIT_BARRIER) != 0 ? .barrier : []
 }

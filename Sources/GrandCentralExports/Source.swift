@@ -5,10 +5,9 @@ import Glibc
 
 /// `dispatch_source_type_t` handles are the addresses of libdispatch's
 /// `_dispatch_source_type_*` data symbols, which GrandCentralBlocks defines
-/// (data_symbols.c) as `{ magic, kind }`: the kind is SourceType's raw value. An address
-/// without the magic is not a source type, and `dispatch_source_create` returns NULL for it.
-private let sourceTypeMagic: UInt32 = 0x4743_5354  // "GCST"
-
+/// (data_symbols.c) as `{ GC_SOURCE_TYPE_MAGIC, kind }`: the kind is a SourceType
+/// (CGrandCentralKinds.h). An address without the magic is not a source type, and
+/// `dispatch_source_create` returns NULL for it.
 @inline(__always)
 func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<SourceCore> {
     typedObject(handle, .source, function, ifNull: "source is NULL", ifWrongKind: "object is not a source")
@@ -17,8 +16,8 @@ func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unm
 @_cdecl("dispatch_source_create")
 public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ mask: UInt,
                                    _ q: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let type, type.load(as: UInt32.self) == sourceTypeMagic,
-          let kind = SourceType(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else { return nil }
+    guard let type, type.load(as: UInt32.self) == GC_SOURCE_TYPE_MAGIC,
+          let kind = SourceType(rawValue: type.load(fromByteOffset: 4, as: UInt32.self)) else { return nil }
     let target = q.map { queue($0, "dispatch_source_create").takeUnretainedValue() }
     guard let made = SourceCore.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
     if kind == .interval {
@@ -67,14 +66,13 @@ public func dispatch_source_set_registration_handler_f(_ s: UnsafeMutableRawPoin
 
 /// The block setters' entry point (GrandCentralBlocks/source.c): `block` is a copy the
 /// source owns, run by `invoke` and released by `dispose` when the handler is replaced or
-/// dropped; NULL `block` clears the handler. `kind`: 0 event, 1 cancel, 2 registration.
-/// Local to the library (the version script).
+/// dropped; NULL `block` clears the handler. Local to the library (the version script).
 @_cdecl("gc_source_set_block_handler")
-public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: Int32, _ block: UnsafeMutableRawPointer?,
+public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: UInt32, _ block: UnsafeMutableRawPointer?,
                                         _ invoke: dispatch_function_t, _ dispose: dispatch_function_t,
                                         _ name: UnsafePointer<CChar>) {
     guard let s else { gc_client_bug(name, "source is NULL") }
-    let handlerKind = SourceHandlerKind(rawValue: Int(kind))!
+    let handlerKind = SourceHandlerKind(rawValue: kind)!
     let o = objectFromHandle(s)
     if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
     unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { shell in
