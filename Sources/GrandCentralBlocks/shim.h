@@ -153,10 +153,9 @@ void gc_group_notify_flags_f(dispatch_group_t group, dispatch_queue_t queue, voi
 		dispatch_function_t function, unsigned long flags);
 
 /// Sets a source's `kind` handler to a block copy, run by `invoke`, released by `dispose`;
-/// NULL clears it (GrandCentralExports/Source.swift).
-void gc_source_set_block_handler(dispatch_source_t source, gc_source_handler_kind_t kind, void *block,
-		dispatch_function_t invoke, dispatch_function_t dispose, const char *function);
-/// Exports/Source.swift: marks a source's cancel handler mandatory (set next).
-void gc_source_mark_mandatory_cancel(dispatch_source_t source);
+/// NULL clears it; `mandatory` makes it the mandatory cancel handler
+/// (GrandCentralExports/Source.swift, which names the public setter in its messages).
+void gc_source_set_block_handler(dispatch_source_t source, gc_source_handler_kind_t kind, bool mandatory,
+		void *block, dispatch_function_t invoke, dispatch_function_t dispose);
 
 #endif // GRANDCENTRAL_BLOCKS_SHIM_H

@@ -77,9 +77,8 @@ public func dispatch_data_create_concat(_ first: UnsafeMutableRawPointer?,
 public func dispatch_data_create_subrange(_ handle: UnsafeMutableRawPointer?, _ offset: UInt,
                                           _ length: UInt) -> UnsafeMutableRawPointer {
     let data = dataObject(handle, "dispatch_data_create_subrange")
-    let size = UInt(data.size)
-    if offset >= size || length == 0 { return gc_data_empty_symbol() }
-    return dataHandle(DataObject.subrange(data, offset: Int(offset), length: Int(min(length, size - offset))))
+    // The engine clamps to the data's end; a size_t beyond Int.max is past any end.
+    return dataHandle(DataObject.subrange(data, offset: Int(clamping: offset), length: Int(clamping: length)))
 }
 
 @_cdecl("dispatch_data_apply_f")

@@ -38,15 +38,24 @@ private func checkHandlersMutable(_ shell: SourceCore, _ name: StaticString) {
     }
 }
 
+/// Every handler setter, `_f` and block: marks a mandatory cancel handler first (so that
+/// setting one on an active source is the bug above), then checks and sets.
 @inline(__always)
-private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind,
-                                _ function: dispatch_function_t?, _ name: StaticString) {
+private func setHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind, mandatory: Bool = false,
+                        _ handler: SourceHandler?, _ name: StaticString) {
     source(s, name)._withUnsafeGuaranteedRef { shell in
+        if mandatory { shell.hasMandatoryCancel.store(true, ordering: .relaxed) }
         checkHandlersMutable(shell, name)
-        shell.setHandler(kind, function.map {
-            SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
-        })
+        shell.setHandler(kind, handler)
     }
+}
+
+@inline(__always)
+private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind, mandatory: Bool = false,
+                                _ function: dispatch_function_t?, _ name: StaticString) {
+    setHandler(s, kind, mandatory: mandatory, function.map {
+        SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
+    }, name)
 }
 
 @_cdecl("dispatch_source_set_event_handler_f")
@@ -66,24 +75,22 @@ public func dispatch_source_set_registration_handler_f(_ s: UnsafeMutableRawPoin
 
 /// The block setters' entry point (GrandCentralBlocks/source.c): `block` is a copy the
 /// source owns, run by `invoke` and released by `dispose` when the handler is replaced or
-/// dropped; NULL `block` clears the handler. Local to the library (the version script).
+/// dropped; NULL `block` clears the handler. `mandatory`: dispatch_source_set_mandatory_cancel_handler.
+/// Local to the library (the version script).
 @_cdecl("gc_source_set_block_handler")
-public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: UInt32, _ block: UnsafeMutableRawPointer?,
-                                        _ invoke: dispatch_function_t, _ dispose: dispatch_function_t,
-                                        _ name: UnsafePointer<CChar>) {
-    guard let s else { gc_client_bug(name, "source is NULL") }
+public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: UInt32, _ mandatory: Bool,
+                                        _ block: UnsafeMutableRawPointer?,
+                                        _ invoke: dispatch_function_t, _ dispose: dispatch_function_t) {
     let handlerKind = SourceHandlerKind(rawValue: kind)!
-    let o = objectFromHandle(s)
-    if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
-    unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { shell in
-        if shell.hasMandatoryCancel.load(ordering: .relaxed)
-            && !SourceState(shell.state.load(ordering: .acquiring)).has(SourceState.inactive) {
-            gc_client_bug(name, "cannot change a handler of a source with a mandatory cancel handler after activation")
-        }
-        shell.setHandler(handlerKind, block.map {
-            SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
-        })
+    let name: StaticString
+    switch handlerKind {
+    case .event: name = "dispatch_source_set_event_handler"
+    case .cancel: name = mandatory ? "dispatch_source_set_mandatory_cancel_handler" : "dispatch_source_set_cancel_handler"
+    case .registration: name = "dispatch_source_set_registration_handler"
     }
+    setHandler(s, handlerKind, mandatory: mandatory, block.map {
+        SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
+    }, name)
 }
 
 @_cdecl("dispatch_source_cancel")
@@ -162,17 +169,6 @@ public func dispatch_source_get_extended_data(_ s: UnsafeMutableRawPointer?, _ e
 @_cdecl("dispatch_source_set_mandatory_cancel_handler_f")
 public func dispatch_source_set_mandatory_cancel_handler_f(_ s: UnsafeMutableRawPointer?,
                                                            _ handler: dispatch_function_t?) {
-    source(s, "dispatch_source_set_mandatory_cancel_handler_f")._withUnsafeGuaranteedRef {
-        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
-    }
-    setFunctionHandler(s, .cancel, handler, "dispatch_source_set_mandatory_cancel_handler_f")
+    setFunctionHandler(s, .cancel, mandatory: true, handler, "dispatch_source_set_mandatory_cancel_handler_f")
 }
 
-/// The block form's first half (GrandCentralBlocks/source.c sets the handler itself).
-/// Local to the library (the version script).
-@_cdecl("gc_source_mark_mandatory_cancel")
-public func gc_source_mark_mandatory_cancel(_ s: UnsafeMutableRawPointer?) {
-    source(s, "dispatch_source_set_mandatory_cancel_handler")._withUnsafeGuaranteedRef {
-        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
-    }
-}
