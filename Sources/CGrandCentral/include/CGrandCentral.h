@@ -1,7 +1,7 @@
 // CGrandCentral: the few things the engine needs from C that Swift cannot express
 // directly: the futex syscall (variadic `syscall`), thread-local storage with a fast
 // access model, raw atomics on C-laid-out nodes, and thread creation with a controlled
-// signal mask. No dispatch_* or _dispatch_* names live here (DESIGN.md, layout): the C
+// signal mask. It declares no dispatch_* or _dispatch_* symbols (DESIGN.md, layout): the C
 // ABI's data symbols are the handle layer's (GrandCentralExports/include).
 #ifndef CGRANDCENTRAL_H
 #define CGRANDCENTRAL_H
