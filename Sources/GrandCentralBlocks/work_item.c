@@ -30,7 +30,6 @@
 // differently); we never touch those bits. The stack original is never used again after
 // that one copy, so its contents simply move: the copy helper has nothing to do, and the
 // dispose helper runs once, when the runtime frees the heap block.
-//
 #include "shim.h"
 
 #include <stdint.h>
