@@ -2,7 +2,7 @@
 // cancel what it returns.
 //
 // A work item is a real heap block whose captured data is the client's block, the flags
-// and a retained WorkItemCore (Sources/GrandCentral/Runtime/WorkItemCore.swift, reached
+// and a retained WorkItemCoreBox (Sources/GrandCentral/Runtime/WorkItemCore.swift, reached
 // through the gc_work_item_core_* calls of GrandCentralExports/WorkItem.swift). The core
 // is the one implementation of what a work item does, shared with the Swift API's
 // DispatchWorkItem: running once or many times, waiting once, cancelling, notifying, and
@@ -36,7 +36,7 @@
 
 // MARK: - The engine's core (GrandCentralExports/WorkItem.swift)
 
-/// A new WorkItemCore, retained once for the block.
+/// A new WorkItemCoreBox, retained once for the block.
 void *gc_work_item_core_create(void);
 /// Drops the block's reference; the last one finishes an item that never ran.
 void gc_work_item_core_release(void *core);
@@ -61,7 +61,7 @@ struct gc_work_item {
 
 	// Written at creation, then only read.
 	dispatch_block_t body;           // the client's block, copied; released on dispose
-	void *core;                      // the WorkItemCore, retained; released on dispose
+	void *core;                      // the WorkItemCoreBox, retained; released on dispose
 	dispatch_block_flags_t flags;
 	dispatch_qos_class_t qos_class;  // recorded; GrandCentral does not apply block QoS
 	int relative_priority;

@@ -1,8 +1,9 @@
 import Synchronization
 
 /// What a work item is beyond its body: the one implementation of `dispatch_block_create`'s
-/// blocks (GrandCentralBlocks/work_item.c holds a retained core in each) and of
-/// `DispatchWorkItem` (which holds one too).
+/// blocks (GrandCentralBlocks/work_item.c holds a retained `WorkItemCoreBox` in each) and
+/// of `DispatchWorkItem` (which holds a core inline). Non-copyable: a core is one item's
+/// state, stored in its holder and never copied; its deinit is the holder's release.
 ///
 /// The contract (libdispatch's, checked against the toolchain's libdispatch by
 /// ctests/blocks_workitem.c):
@@ -34,7 +35,7 @@ import Synchronization
 /// through `completion` (leave releases, wait acquires), not through this word.
 ///
 /// Any thread may call any method.
-final class WorkItemCore: @unchecked Sendable {
+struct WorkItemCore: ~Copyable, @unchecked Sendable {
     private let state = Atomic<UInt64>(0)
     private let completion = DispatchGroup()
 
@@ -46,8 +47,9 @@ final class WorkItemCore: @unchecked Sendable {
 
     init() { completion.enter() }
 
-    /// Gone without having run: it never will now, so it has finished (its waiters held
-    /// it, so none is waiting; its notifications are submitted).
+    /// Gone (its holder was released) without having run: it never will now, so it has
+    /// finished (its waiters held the holder, so none is waiting; its notifications are
+    /// submitted).
     deinit { finish() }
 
     /// One run: checks the contract, calls `body(context)` unless cancelled, then
@@ -103,4 +105,11 @@ final class WorkItemCore: @unchecked Sendable {
     func cancel() { state.bitwiseOr(Self.cancelled, ordering: .acquiringAndReleasing) }
 
     var isCancelled: Bool { state.load(ordering: .acquiring) & Self.cancelled != 0 }
+}
+
+/// A `WorkItemCore` on the heap, for the C ABI's work-item blocks, which each hold one
+/// retained (GrandCentralExports/WorkItem.swift); releasing the last reference is the
+/// block's disposal.
+final class WorkItemCoreBox: @unchecked Sendable {
+    let core = WorkItemCore()
 }
