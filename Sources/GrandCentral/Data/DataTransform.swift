@@ -1,3 +1,4 @@
+import CGrandCentral
 import Glibc
 
 // dispatch_data_create_with_transform: re-encode a data object from one format to
@@ -39,11 +40,12 @@ import Glibc
 // The input is copied out once (a transform reads every byte and writes a new object, so
 // sharing regions buys nothing); the output is one malloc'ed region.
 
-/// A data format; the raw values are the `kind` word of the `_dispatch_data_format_type_*`
-/// objects (GrandCentralBlocks/data_symbols.c).
-enum DataFormat: Int {
-    case none = 0, utf8, utf16le, utf16be, utfAny, base32, base32hex, base64
+/// A data format (`.none`, `.utf8`, `.utf16le`, `.utf16be`, `.utfAny`, `.base32`,
+/// `.base32hex`, `.base64`); the cases and their numbers are CGrandCentralKinds.h's, shared
+/// with the `_dispatch_data_format_type_*` objects (GrandCentralBlocks/data_symbols.c).
+typealias DataFormat = gc_data_format_t
 
+extension DataFormat {
     var isText: Bool {
         switch self {
         case .utf8, .utf16le, .utf16be, .utfAny: return true

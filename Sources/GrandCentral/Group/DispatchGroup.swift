@@ -162,6 +162,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
                flags: ContinuationFlags = []) {
         enter()
         let node = ContinuationCache.make(function, context, flags.union(.groupMember))
+        // Unretained: the enter above holds the group's self-reference until the node's leave.
         node.pointee.group = Unmanaged.passUnretained(self).toOpaque()
         queue.push(node)
     }

@@ -142,18 +142,11 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     override func externalRefsDidReachZero() { checkReleasable() }
 
     override func debugDescription() -> String { queueDebugDescription() }
-    override var debugAddress: UnsafeMutableRawPointer { handle }
 
     override func suspendObject() { suspendQueue() }
     override func resumeObject(caller: StaticString) { resumeQueue(caller: caller) }
     override func activateObject() { activateQueue() }
     override func setTargetObject(_ target: DispatchQueue?, caller: StaticString) { setTargetQueue(target, caller: caller) }
-
-    /// The C handle of this queue (the main queue's is `&_dispatch_main_q`).
-    var handle: UnsafeMutableRawPointer {
-        if role == .main, let symbol = gc_main_queue_symbol() { return symbol }
-        return Unmanaged.passUnretained(self).toOpaque()
-    }
 
     /// The label: the queue's own copy, or the caller's string set by
     /// dispatch_queue_set_label_nocopy; nil when it has none.

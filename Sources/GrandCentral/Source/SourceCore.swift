@@ -76,13 +76,6 @@ enum StoredHandler {
     }
 }
 
-/// Which handler a setter sets.
-enum SourceHandlerKind: Int {
-    case event = 0
-    case cancel = 1
-    case registration = 2
-}
-
 /// The engine's source. See the file comment.
 ///
 /// Who may touch what:
