@@ -10,6 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/// `call` (a system call returning -1 and setting errno on failure), repeated while a
+/// signal interrupts it; the result as the call's value or -errno.
+#define GC_RETRY_EINTR(type, call) \
+	({ \
+		type gc_result_; \
+		do { \
+			gc_result_ = (call); \
+		} while (gc_result_ < 0 && errno == EINTR); \
+		gc_result_ < 0 ? (type)-errno : gc_result_; \
+	})
+
 int gc_io_kind(int fd)
 {
 	struct stat st;
@@ -23,11 +34,7 @@ int gc_io_kind(int fd)
 
 int gc_io_open(const char *path, int oflag, unsigned mode)
 {
-	int fd;
-	do {
-		fd = open(path, oflag | O_CLOEXEC, (mode_t)mode);
-	} while (fd < 0 && errno == EINTR);
-	return fd < 0 ? -errno : fd;
+	return GC_RETRY_EINTR(int, open(path, oflag | O_CLOEXEC, (mode_t)mode));
 }
 
 int gc_io_set_nonblocking(int fd, int *old_flags)
@@ -46,29 +53,17 @@ int gc_io_restore_flags(int fd, int flags)
 
 ssize_t gc_io_read(int fd, void *buffer, size_t length)
 {
-	ssize_t n;
-	do {
-		n = read(fd, buffer, length);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	return GC_RETRY_EINTR(ssize_t, read(fd, buffer, length));
 }
 
 ssize_t gc_io_pread(int fd, void *buffer, size_t length, int64_t offset)
 {
-	ssize_t n;
-	do {
-		n = pread(fd, buffer, length, (off_t)offset);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	return GC_RETRY_EINTR(ssize_t, pread(fd, buffer, length, (off_t)offset));
 }
 
 ssize_t gc_io_pwrite(int fd, const void *buffer, size_t length, int64_t offset)
 {
-	ssize_t n;
-	do {
-		n = pwrite(fd, buffer, length, (off_t)offset);
-	} while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	return GC_RETRY_EINTR(ssize_t, pwrite(fd, buffer, length, (off_t)offset));
 }
 
 ssize_t gc_io_write(int fd, const void *buffer, size_t length, int is_socket)
