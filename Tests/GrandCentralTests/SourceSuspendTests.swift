@@ -3,6 +3,8 @@
 // fires missed while suspended arrive counted in the timer's data with the next call. The
 // handler takes longer than the interval, so fires are always waiting when it returns.
 // (ctests/source_suspend.c checks the same through the C API, for more source types.)
+// And a data source beside a serial queue on one target that another thread suspends and
+// resumes: the two kinds share one drain (QueueDrain.swift).
 
 import Glibc
 import GrandCentral
@@ -82,4 +84,85 @@ final class SourceSuspendTests: XCTestCase {
         let queue = DispatchQueue(label: "test.source-suspend.target", target: top)
         runTimerSuspending(target: queue, suspendee: top)
     }
+
+    /// A serial queue's items and a DATA_ADD source's handler share one serial target that
+    /// another thread suspends and resumes: every item runs once and in order, the handler
+    /// sees the whole sum, never data 0, and nothing on the target overlaps. Queues and
+    /// sources share one drain (lock, budget and yield, clear-then-recheck unlock); under
+    /// TSan the unsynchronized `shared` record checks that it orders both kinds' work.
+    /// (ctests/source_shared_target.c: the same through the C API, 10^5 of each.)
+    func testADataSourceAndASerialQueueOnOneTargetSuspendedFromOutside() {
+        let items = 20_000, merges = 20_000
+        let target = DispatchQueue(label: "test.shared-target")
+        let queue = DispatchQueue(label: "test.shared-target.queue", target: target)
+        let source = DispatchSource.makeUserDataAddSource(queue: target)
+        // Touched only by work on `target`: no synchronization of the test's own.
+        let shared = Unprotected((next: 0, outOfOrder: 0, sum: UInt(0), zeroData: 0))
+        let inside = SharedTargetProbe()
+        let itemsRan = Counter(), sumReached = Flag(), cancelled = Flag()
+        source.setEventHandler {
+            inside.enter()
+            let data = source.data
+            if data == 0 { shared.value.zeroData += 1 }
+            shared.value.sum += data
+            let reached = shared.value.sum == UInt(merges)
+            inside.leave()
+            if reached { sumReached.open() }
+        }
+        source.setCancelHandler { cancelled.open() }
+        source.activate()
+        let stop = Flag()
+        let suspender = TestThread {
+            while !stop.isOpen {
+                target.suspend()
+                spin(microseconds: 20)
+                target.resume()
+                spin(microseconds: 20)
+            }
+        }
+        let merged = Unprotected(source)  // a source is safe to merge into from any thread
+        let mergers = (0..<2).map { _ in
+            TestThread {
+                for _ in 0..<merges / 2 {
+                    merged.value.add(data: 1)
+                    spin(microseconds: 1)
+                }
+            }
+        }
+        for i in 0..<items {
+            queue.async {
+                inside.enter()
+                if shared.value.next != i { shared.value.outOfOrder += 1 }
+                shared.value.next = i + 1
+                inside.leave()
+                itemsRan.increment()
+            }
+            if i % 64 == 0 { spin(microseconds: 10) }
+        }
+        mergers.forEach { $0.join() }
+        XCTAssertTrue(waitForCount(itemsRan, toReach: items))
+        XCTAssertTrue(sumReached.wait(timeout: 120))
+        stop.open()
+        suspender.join()
+        source.cancel()
+        XCTAssertTrue(cancelled.wait())
+        queue.sync {}  // the items' writes to `shared` happen before the reads below
+        XCTAssertEqual(shared.value.next, items)
+        XCTAssertEqual(shared.value.outOfOrder, 0)
+        XCTAssertEqual(shared.value.sum, UInt(merges))
+        XCTAssertEqual(shared.value.zeroData, 0)
+        XCTAssertEqual(inside.overlaps, 0, "work on the serial target overlapped")
+    }
+}
+
+/// Counts work on one serial target that started while other work on it was running.
+private final class SharedTargetProbe: Sendable {
+    private let busy = Atomic<Bool>(false)
+    private let overlapCount = Atomic<Int>(0)
+
+    func enter() {
+        if busy.exchange(true, ordering: .relaxed) { overlapCount.wrappingAdd(1, ordering: .relaxed) }
+    }
+    func leave() { busy.store(false, ordering: .relaxed) }
+    var overlaps: Int { overlapCount.load(ordering: .relaxed) }
 }

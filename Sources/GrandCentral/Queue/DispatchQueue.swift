@@ -106,6 +106,8 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     }
 
     deinit {
+        // Acquiring, though the last ARC release already orders every other thread's RMWs
+        // of `state` before deinit; only the counts are read.
         let s = QueueState(state.load(ordering: .acquiring))
         if s.isSuspended && !items.isEmpty {
             clientBug("dispatch_release", "a suspended queue with pending work items was released")
@@ -121,6 +123,8 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
 
     // MARK: Identity
 
+    /// (`targetBits` is loaded acquiring here and in `unmanagedTarget`: pairs with
+    /// setTargetQueue's releasing exchange, so the new target's retain is seen.)
     @inline(__always)
     var targetQueue: DispatchQueue? {
         let bits = targetBits.load(ordering: .acquiring)
@@ -199,6 +203,8 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     /// line: `push` is inlined into every submission path, and serial queues never come here.
     @inline(never)
     final func tryRedirectAtOnce(_ node: Continuation) -> Bool {
+        // sequentiallyConsistent, the load and the CAS: as trySyncAcquire's, against the
+        // drain owner's unlock (tryUnlockDrain) and a producer's push then `wakeup`.
         var s = state.load(ordering: .sequentiallyConsistent)
         let limit = UInt64(width.load(ordering: .relaxed))
         while true {
