@@ -38,12 +38,21 @@ nonisolated(unsafe) var failures = 0
 @MainActor func check(_ name: String, calls: Int = 100_000, warmUp: Int = 2_000, processWide: Bool = false,
                       budget: Double = 0, mustAllocate: Bool = false, _ body: () -> Void) {
     for _ in 0..<warmUp { body() }
-    if processWide { gc_test_count_process_allocations(1) }
-    let before = processWide ? gc_test_process_allocations() : gc_test_thread_allocations()
-    for _ in 0..<calls { body() }
-    let after = processWide ? gc_test_process_allocations() : gc_test_thread_allocations()
-    if processWide { gc_test_count_process_allocations(0) }
-    let perCall = Double(after - before) / Double(calls)
+    // A process-wide count also sees what other threads do for reasons of their own: a
+    // worker started under load fills its continuation cache once (one round of a loaded
+    // `make test` saw 1.0 per call for concurrentPerform; six re-runs saw 0.0). So a
+    // process-wide case keeps the fewest of up to three rounds: an allocation on the hot
+    // path shows in every round.
+    var perCall = Double.infinity
+    for _ in 0..<(processWide && !mustAllocate ? 3 : 1) {
+        if processWide { gc_test_count_process_allocations(1) }
+        let before = processWide ? gc_test_process_allocations() : gc_test_thread_allocations()
+        for _ in 0..<calls { body() }
+        let after = processWide ? gc_test_process_allocations() : gc_test_thread_allocations()
+        if processWide { gc_test_count_process_allocations(0) }
+        perCall = min(perCall, Double(after - before) / Double(calls))
+        if perCall <= budget { break }
+    }
     let ok = mustAllocate ? perCall >= 1 : perCall <= budget
     if !ok { failures += 1 }
     let shown = (perCall * 1000).rounded() / 1000
