@@ -37,9 +37,10 @@ import Synchronization
 ///
 /// When a thread is added:
 /// - A producer that makes a root non-empty (`workAvailable`), or a worker that takes an
-///   item and sees more behind it (`moreWorkQueued`), wakes a parked worker if there is
-///   one, else starts a thread if fewer than `activeCPUs` workers are running (not counted
-///   as blocked), else pokes the monitor.
+///   item and sees more behind it (`moreWorkQueued`), does nothing if a worker is spinning
+///   (it takes the item), else wakes a parked worker if there is one, else starts a thread
+///   if fewer than `activeCPUs` workers are running (not counted as blocked), else pokes
+///   the monitor.
 /// - The monitor, every millisecond while work waits and no worker is idle, starts
 ///   threads for overcommit items when the overcommit roots have gone unserved for two
 ///   samples, replaces non-overcommit workers that are genuinely blocked or napping, and
@@ -51,6 +52,17 @@ import Synchronization
 /// parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle process
 /// therefore ends with no workers and a sleeping monitor: no CPU at all.
 ///
+/// Run queues: where work waits, and who may touch it. Work that has not started is in
+/// exactly one of two places: the item list of one of the twelve root queues, or an
+/// ordinary queue's own list, which the pool never sees (an ordinary queue with work is one
+/// item, its drain, on its target's list, so a serial queue's FIFO is its own list's order
+/// and nothing here can reorder it). A root's list is a `ContinuationList`: any thread
+/// pushes (one atomic exchange); consumers take turns under the root's `rootPopLock` — any
+/// worker, and the event thread while no worker can start (`takeWorkWithoutWorker`). There
+/// is nothing per worker: no local queue, no LIFO slot. So an item not yet started is
+/// always where every worker, and every thread the monitor adds, can take it, which the
+/// blocked-worker and overcommit rules (`StarvationMonitor`) count on.
+///
 /// Spinning. A worker spins only after it has run work, never while parked, so a process
 /// whose pool has nothing to do spends nothing on it. At most `maxSpinners` (half the CPUs,
 /// at least one) spin at once; a spinner looks for work between pause instructions for
@@ -60,15 +72,44 @@ import Synchronization
 /// worker spins wakes no one (`workAvailable`, `moreWorkQueued`): the spinner takes the
 /// item, and if more are behind it wakes a peer as any worker does. That one rule is also
 /// the event thread's hand-off: a source drain it pushes while a worker spins goes to that
-/// worker without a futex wake. Its cost: at most 20 µs of one CPU per worker going idle
-/// (a process that runs one short item every 25 µs keeps one CPU at most 80% busy, not
-/// 100%), paid only by processes that run work. Measured (drop-in task group of 100,000
-/// children, 2 CPUs, load ~9): the previous rule (64 pauses, about 2 µs, every idle worker,
-/// a futex wake per empty → non-empty push) made 8,400-43,000 context switches and used
-/// 305-454 ms of CPU; this rule, 440-460 switches and 174-176 ms (50 µs: 510-570 and
-/// 194-197 ms, so the budget stays at 20). `async let` ×4: 5,900 → 30-100 switches, CPU
-/// 49-71 → 30-34 ms; concurrentPerform(1000): 1,100 → 60, 18 → 14 ms. The fan-out and
-/// the 200×usleep(20 ms) rows do not move (best of 4: 18.8 / 18.3 Mitems/s; 151 / 151 ms).
+/// worker without a futex wake. The cost: up to 20 µs of one CPU each time a worker runs
+/// out of work (the last 15 µs yielding to anything runnable), by at most half the CPUs'
+/// workers, paid only by a process that runs work; in return a producer that feeds the pool
+/// one item at a time pays no futex wake and the worker no sleep and wake-up per item.
+/// Measured on the drop-in task group (100,000 children, 2 CPUs, load 9-15): the previous
+/// rule (64 pauses, about 2 µs, by every idle worker, and a futex wake per empty → non-empty
+/// push) made 22,000-35,000 context switches and used 264-355 ms of CPU (libdispatch:
+/// 28,000-41,000 and 279-313 ms); this rule 400-920 switches and 170-222 ms in 12 runs of
+/// 13 (one, 13,500 and 326 ms: spinners preempted on a loaded machine); a 50 µs budget
+/// 510-570 switches and 194-197 ms, so the budget stays at 20 µs. `async let` ×4: 5,900 →
+/// 30-100 switches, CPU 49-71 → 30-34 ms; concurrentPerform(1000): 1,100 → 60 switches,
+/// 18 → 14 ms. The fan-out and 200 × usleep(20 ms) rows do not move (best of 4: 18.8 /
+/// 18.3 Mitems/s; 151 / 151 ms), and 500 ms of idleness after a burst of work cost 0.02 ms
+/// of CPU (ctests/pool idle-after-work).
+///
+/// Rejected: per-worker run queues (a local ring per worker that others steal from, a LIFO
+/// slot for the item a worker just made ready, at most half the workers searching: tokio,
+/// Go). Weighed against profiles, not built:
+/// - The fan-out row (1M `dispatch_group_async_f` from the main thread; bench group_async
+///   and fanout_openmp) is fed by a thread that is not a worker, so its items enter through
+///   a root whatever workers hold. In its profile (perf, 2 CPUs) the worker loop's samples
+///   are the load of the popped node's `next` (39%: a line the producer has just written,
+///   which any queue fed from another thread pays), the pop lock's exchange (26%) and the
+///   list's tail (11%); `popRootContended` is 12% of all samples. Local queues amortize the
+///   lock only if workers take items from the root in batches, and a batch a worker holds
+///   where the monitor cannot see it breaks the rules above: 200 items that each usleep
+///   20 ms, taken 8 at a time, would sleep 8 in a row on one thread (the sleepers row).
+/// - The Swift task group (the drop-in's row): GrandCentral's code is 4% of its CPU
+///   samples (libdispatch's, 7% of the same binary's); the kernel is 53% (page faults and
+///   mprotect as malloc's per-thread arenas grow and shrink: children are allocated on one
+///   thread and freed on another), libc's malloc 20%, the Swift runtime 14%. What the pool
+///   decides there is which thread runs what and how often threads sleep, and spinning
+///   took that (above).
+/// - A LIFO slot others cannot take (tokio's) strands its item behind a worker that blocks
+///   where the library cannot see (an item that submits work and then waits on a condition
+///   variable for it waits for the item in its own slot) unless the monitor learns to steal
+///   it; a slot others can take is emptied at once by a spinning worker, which is what
+///   spinning already does without one.
 ///
 /// Rejected: starting a thread on every push onto an overcommit root that finds no idle
 /// worker (libdispatch's Linux pthread pool). It is the most prompt, but a producer that
@@ -93,6 +134,11 @@ import Synchronization
 ///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
 ///   push-then-look-at-idle are a Dekker pair.
 /// - `blocked`: workers inside a BlockingRegion (relaxed; a count for decisions).
+/// - `spinning`: workers in `spinForWork`. Joined by CAS below `maxSpinners`, left by a
+///   decrement before the worker parks. Sequentially consistent: the spinner's
+///   decrement-then-look (in `park`) and the producer's push-then-look-at-`spinning` are a
+///   Dekker pair, so an item whose producer saw a spinner and woke no one is seen by that
+///   spinner, either while it spins or in `park`'s look after it announced itself idle.
 ///
 /// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): `startWorker` says which rule started a
 /// worker (`WorkerStartReason`) and for which root, or that the limit stopped it; a worker
