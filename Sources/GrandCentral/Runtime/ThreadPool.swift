@@ -364,6 +364,7 @@ final class ThreadPool: @unchecked Sendable {
             if let node {
                 worker.servingOvercommit.store(overcommit, ordering: .relaxed)
                 worker.rootIndex.store(scanOrder.count - 1 - i, ordering: .relaxed)
+                worker.lookBehindFrom = i
                 return node
             }
         }
@@ -379,6 +380,7 @@ final class ThreadPool: @unchecked Sendable {
         guard let node else { return nil }
         worker.servingOvercommit.store(overcommit, ordering: .relaxed)
         worker.rootIndex.store(scanOrder.count - 1 - favored, ordering: .relaxed)
+        worker.lookBehindFrom = 0  // it passed over higher roots that may have items
         return node
     }
 
@@ -394,6 +396,17 @@ final class ThreadPool: @unchecked Sendable {
     @inline(__always)
     func hasWork() -> Bool {
         for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        return false
+    }
+
+    /// Whether the root at `scanOrder` index `first`, or one below it, has an item.
+    @inline(__always)
+    func hasWork(fromScanIndex first: Int) -> Bool {
+        var i = first
+        while i < scanOrder.count {
+            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+            i += 1
+        }
         return false
     }
 
@@ -453,6 +466,10 @@ final class Worker: @unchecked Sendable {
     var itemSeenSince: Int64 = 0
     /// Debug lines only (`pool.debug`): when this worker last parked. The worker's alone.
     var idleSince: UInt64 = 0
+    /// The `scanOrder` index from which the worker looks for items behind the one it just
+    /// took (`findWork` sets it: that item's root, or 0 after a favored root's item). The
+    /// worker's alone.
+    var lookBehindFrom = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
@@ -494,8 +511,15 @@ final class Worker: @unchecked Sendable {
                     pool.monitor.workerWoke()
                 }
                 // More queued behind this one: make sure a peer comes for it (producers
-                // only wake a worker on a root queue's empty → non-empty transition).
-                if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
+                // only wake a worker on a root queue's empty → non-empty transition). Only
+                // this root and those below it: a root above was empty when `findWork`
+                // passed it (or its pop lock was held, and the holder looks behind its own
+                // item), and a push that has made one non-empty since woke a worker, or saw
+                // a spinner that is not this worker (this one left the spinners before it
+                // looked).
+                if pool.hasWork(fromScanIndex: lookBehindFrom) {
+                    pool.moreWorkQueued(.moreWorkBehind)
+                }
                 // Signals a source watches are unblocked on workers (signal.c).
                 if gc_signal_generation_now() != signalGeneration {
                     signalGeneration = gc_signal_update_worker_mask()
@@ -506,6 +530,10 @@ final class Worker: @unchecked Sendable {
                 continue
             }
             busy.store(false, ordering: .relaxed)
+            // Work there that `findWork` did not get (another worker held a root's pop
+            // lock): look again at once, without joining the spinners (two read-modify-writes
+            // on a line every spinner and producer reads).
+            if pool.hasWork() { continue }
             if spinForWork() { continue }
             nameIdle()
             if !park() { break }
