@@ -68,9 +68,12 @@ import Synchronization
 /// at least one) spin at once; a spinner looks for work between pause instructions for
 /// `spinPauseBudget` (5 µs), then between `sched_yield`s until `spinBudget` (20 µs) has
 /// passed since it began, so a runnable thread on its CPU (the producer, another process)
-/// gets the CPU back at the next look. A producer that makes a root non-empty while a
-/// worker spins wakes no one (`workAvailable`, `moreWorkQueued`): the spinner takes the
-/// item, and if more are behind it wakes a peer as any worker does. That one rule is also
+/// gets the CPU back at the next look. A producer that makes a root non-empty during the
+/// first phase wakes no one (`workAvailable`, `moreWorkQueued`): the spinner takes the
+/// item, and if more are behind it wakes a peer as any worker does. During the yielding
+/// phase the worker no longer counts as a spinner and producers wake parked workers as
+/// usual: on a loaded machine a yield can take the worker off its CPU for a whole time
+/// slice, and an item must not wait for that. That one rule is also
 /// the event thread's hand-off: a source drain it pushes while a worker spins goes to that
 /// worker without a futex wake. The cost: up to 20 µs of one CPU each time a worker runs
 /// out of work (the last 15 µs yielding to anything runnable), by at most half the CPUs'
@@ -134,8 +137,8 @@ import Synchronization
 ///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
 ///   push-then-look-at-idle are a Dekker pair.
 /// - `blocked`: workers inside a BlockingRegion (relaxed; a count for decisions).
-/// - `spinning`: workers in `spinForWork`. Joined by CAS below `maxSpinners`, left by a
-///   decrement before the worker parks. Sequentially consistent: the spinner's
+/// - `spinning`: workers in the first phase of `spinForWork`. Joined by CAS below
+///   `maxSpinners`, left by a decrement before the yielding phase (or on finding work). Sequentially consistent: the spinner's
 ///   decrement-then-look (in `park`) and the producer's push-then-look-at-`spinning` are a
 ///   Dekker pair, so an item whose producer saw a spinner and woke no one is seen by that
 ///   spinner, either while it spins or in `park`'s look after it announced itself idle.
@@ -158,8 +161,9 @@ final class ThreadPool: @unchecked Sendable {
     let starting = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
-    /// Workers spinning for work before they park (`Worker.spinForWork`). A producer that
-    /// sees one wakes no one: the spinner takes the item. Sequentially consistent: the
+    /// Workers spinning for work before they park, in the first phase of
+    /// `Worker.spinForWork`. A producer that sees one wakes no one: the spinner takes the
+    /// item. Sequentially consistent: the
     /// producer's push-then-look and the spinner's leave-then-look are a Dekker pair.
     let spinning = Atomic<Int>(0)
     /// At most this many workers spin at once: half the CPUs, at least one (tokio's limit on
@@ -560,30 +564,35 @@ final class Worker: @unchecked Sendable {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
-    /// Spins before parking, at most `pool.spinBudget` ns, while fewer than `pool.maxSpinners`
-    /// workers spin: a queue that refills quickly (a producer feeding a serial queue, a Swift
-    /// task group adding children, an event the event thread is about to hand over) is picked
-    /// up without a futex round trip on either side, because a producer that sees a spinner
-    /// wakes no one (`workAvailable`). For the first `pool.spinPauseBudget` ns it looks between
-    /// pause instructions; after that it yields the CPU between looks, so a runnable thread on
-    /// this CPU (the producer, another process) runs instead of the spin. Returns whether
-    /// work is there; on false the caller parks, and `park` looks once more after announcing
-    /// itself idle.
+    /// Spins before parking, while fewer than `pool.maxSpinners` workers spin: a queue that
+    /// refills quickly (a producer feeding a serial queue, a Swift task group adding
+    /// children, an event the event thread is about to hand over) is picked up without a
+    /// futex round trip on either side. For the first `pool.spinPauseBudget` ns the worker
+    /// counts as a spinner (a producer that sees one wakes no one: `workAvailable`) and looks
+    /// between pause instructions. Then it leaves the spinners, so producers wake parked
+    /// workers again, and looks between `sched_yield`s until `pool.spinBudget` ns have
+    /// passed: a runnable thread on this CPU (the producer, another process) runs instead,
+    /// and a worker that the yield took off its CPU on a loaded machine is not what a
+    /// producer waits for. Returns whether work is there; on false the caller parks, and
+    /// `park` looks once more after announcing itself idle.
     @inline(__always)
     func spinForWork() -> Bool {
         if !pool.beginSpinning() { return false }
-        let found = spinUntilWork()
-        // Sequentially consistent: leaving the spinners, then (in `park`) announcing idle and
-        // looking again, against a producer's push then its look at `spinning` (Dekker): a
-        // producer that saw this worker spinning and woke no one has its item seen here or in
-        // `park`'s look.
+        let start = gc_uptime_ns()
+        let found = spinUntilWork(start: start, budget: pool.spinPauseBudget, yielding: false)
+        // Sequentially consistent: leaving the spinners, then looking again (below, or in
+        // `park` after announcing idle), against a producer's push then its look at
+        // `spinning` (Dekker): a producer that saw this worker spinning and woke no one has
+        // its item seen by this worker.
         pool.spinning.wrappingSubtract(1, ordering: .sequentiallyConsistent)
-        return found
+        if found { return true }
+        return spinUntilWork(start: start, budget: pool.spinBudget, yielding: true)
     }
 
+    /// Looks for work until `budget` ns after `start`, every eighth look checking the clock
+    /// and, when `yielding`, yielding the CPU; pause instructions between the other looks.
     @inline(never)
-    func spinUntilWork() -> Bool {
-        let start = gc_uptime_ns()
+    func spinUntilWork(start: UInt64, budget: UInt64, yielding: Bool) -> Bool {
         var looks = 0
         while true {
             if pool.hasWork() { return true }
@@ -592,9 +601,8 @@ final class Worker: @unchecked Sendable {
                 gc_cpu_relax()
                 continue
             }
-            let spent = gc_uptime_ns() &- start
-            if spent >= pool.spinBudget { return false }
-            if spent >= pool.spinPauseBudget { sched_yield() } else { gc_cpu_relax() }
+            if gc_uptime_ns() &- start >= budget { return false }
+            if yielding { sched_yield() } else { gc_cpu_relax() }
         }
     }
 
