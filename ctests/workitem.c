@@ -6,7 +6,8 @@
 // invalid flags and QoS, and the misuse crashes. This file adds: every creation flag
 // and dispatch_block_create_with_qos_class submitted through the queue API; perform on
 // the caller's thread; several notifications, each once, only after the body, on their
-// own queue; notify for a block cancelled before it ran; a timed-out wait is not early.
+// own queue; notify for a block cancelled before it ran; a timed-out wait is not early;
+// one run racing one wait, many times.
 // Built only with clang -fblocks.
 #include "check.h"
 #include <Block.h>
@@ -114,10 +115,34 @@ static void notifications(void) {
     dispatch_release(queue);
 }
 
+// The one run and the one wait of an item race each other: whichever comes second must
+// see the first (no false "ran more than once"/"waited on more than once" crash), the wait
+// must return 0 after the body, and a release racing nothing must not finish early.
+#define RACE_ROUNDS 100000
+static void run_and_wait_race(void) {
+    check_section("one run racing one dispatch_block_wait, 100000 rounds: each wait returns 0 after its body");
+    dispatch_queue_t queue = dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0);
+    __block atomic_long bodies = 0;
+    long late = 0;
+    for (long round = 0; round < RACE_ROUNDS; round++) {
+        __block atomic_int ran = 0;
+        dispatch_block_t block = dispatch_block_create(0, ^{
+            atomic_store(&ran, 1);
+            atomic_fetch_add(&bodies, 1);
+        });
+        dispatch_async(queue, block);
+        if (dispatch_block_wait(block, DISPATCH_TIME_FOREVER) != 0 || atomic_load(&ran) != 1) late++;
+        Block_release(block);
+    }
+    CHECKF(late == 0, "%ld of %d waits returned before their body ran", late, RACE_ROUNDS);
+    CHECK_EQ(atomic_load(&bodies), RACE_ROUNDS);
+}
+
 int main(void) {
     check_start("workitem", 55);
     flags_and_qos();
     notifications();
+    run_and_wait_race();
     check_pass();
     return 0;
 }

@@ -2,8 +2,8 @@
 // (dispatch_get_main_queue() is `&_dispatch_main_q`) and the concurrent-queue attribute
 // (DISPATCH_QUEUE_CONCURRENT is `&_dispatch_queue_attr_concurrent`).
 //
-// Only their addresses matter: the engine recognises these two handles by address
-// (CGrandCentral.h declares them weak) and never reads or writes the bytes. The structs
+// Only their addresses matter: the handle layer recognises these two handles by address
+// (GrandCentralExports/include/GrandCentralSymbols.h) and never reads or writes the bytes. The structs
 // are completed here, privately, with padding of a plausible size. It is not zero
 // because a non-PIC executable that takes the address gets a copy relocation: the
 // linker reserves st_size bytes in the executable and every reference, the library's
@@ -23,7 +23,8 @@ struct dispatch_queue_s _dispatch_main_q;
 struct dispatch_queue_attr_s _dispatch_queue_attr_concurrent;
 
 // dispatch_data_empty is `&_dispatch_data_empty`; like the main queue, only its address
-// matters (the engine maps it to its own empty data object, Data/DataObject.swift).
+// matters (the handle layer maps it to the engine's empty data object,
+// GrandCentralExports/Handles.swift).
 struct dispatch_data_s {
 	_Alignas(16) unsigned char opaque[64];
 };
@@ -39,9 +40,9 @@ const dispatch_block_t _dispatch_data_destructor_munmap = ^{
 	gc_client_bug("DISPATCH_DATA_DESTRUCTOR_MUNMAP", "the destructor marker was called");
 };
 
-// DISPATCH_SOURCE_TYPE_* are the addresses of these. Unlike the symbols above, the engine
-// reads them: a magic word ("GCST") and the kind (SourceType's raw value in
-// GrandCentral/Source/SourceType.swift), so dispatch_source_create tells its own types
+// DISPATCH_SOURCE_TYPE_* are the addresses of these. Unlike the symbols above, the library
+// reads them: a magic word (GC_SOURCE_TYPE_MAGIC) and the kind (a gc_source_kind_t,
+// CGrandCentralKinds.h, the engine's SourceType), so dispatch_source_create tells its own types
 // from any other pointer (for which it returns NULL). A copy relocation copies the
 // initial contents too, so the executable's copy says the same.
 struct dispatch_source_type_s {
@@ -50,17 +51,17 @@ struct dispatch_source_type_s {
 	unsigned char reserved[24];
 };
 #define GC_SOURCE_TYPE(name, kind) \
-	const struct dispatch_source_type_s _dispatch_source_type_##name = { 0x47435354u, kind, {0} }
-GC_SOURCE_TYPE(data_add, 0);
-GC_SOURCE_TYPE(data_or, 1);
-GC_SOURCE_TYPE(data_replace, 2);
-GC_SOURCE_TYPE(read, 3);
-GC_SOURCE_TYPE(write, 4);
-GC_SOURCE_TYPE(signal, 5);
-GC_SOURCE_TYPE(timer, 6);
-GC_SOURCE_TYPE(proc, 7);
-GC_SOURCE_TYPE(vnode, 8);
-GC_SOURCE_TYPE(interval, 9);   // libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (private.h)
+	const struct dispatch_source_type_s _dispatch_source_type_##name = { GC_SOURCE_TYPE_MAGIC, kind, {0} }
+GC_SOURCE_TYPE(data_add, GC_SOURCE_DATA_ADD);
+GC_SOURCE_TYPE(data_or, GC_SOURCE_DATA_OR);
+GC_SOURCE_TYPE(data_replace, GC_SOURCE_DATA_REPLACE);
+GC_SOURCE_TYPE(read, GC_SOURCE_READ);
+GC_SOURCE_TYPE(write, GC_SOURCE_WRITE);
+GC_SOURCE_TYPE(signal, GC_SOURCE_SIGNAL);
+GC_SOURCE_TYPE(timer, GC_SOURCE_TIMER);
+GC_SOURCE_TYPE(proc, GC_SOURCE_PROCESS);
+GC_SOURCE_TYPE(vnode, GC_SOURCE_VNODE);
+GC_SOURCE_TYPE(interval, GC_SOURCE_INTERVAL);   // libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (private.h)
 
 // DISPATCH_DATA_DESTRUCTOR_NONE (private.h): like _FREE and _MUNMAP, a marker compared by
 // value: the data object refers to the caller's buffer, neither copies nor frees it.
@@ -69,8 +70,9 @@ const dispatch_block_t _dispatch_data_destructor_none = ^{
 };
 
 // DISPATCH_DATA_FORMAT_TYPE_* (private.h) are the addresses of these, read by
-// dispatch_data_create_with_transform like the source types above: a magic word ("GCDF")
-// and the kind (DataFormat's raw value in GrandCentral/Data/DataTransform.swift). 40 bytes,
+// dispatch_data_create_with_transform like the source types above: a magic word
+// (GC_DATA_FORMAT_MAGIC) and the kind (a gc_data_format_t, CGrandCentralKinds.h, the
+// engine's DataFormat). 40 bytes,
 // the size of libdispatch's objects, so a copy relocation in an executable fits.
 struct dispatch_data_format_type_s {
 	unsigned int magic;
@@ -78,15 +80,15 @@ struct dispatch_data_format_type_s {
 	unsigned char reserved[32];
 };
 #define GC_DATA_FORMAT(name, kind) \
-	const struct dispatch_data_format_type_s _dispatch_data_format_type_##name = { 0x47434446u, kind, {0} }
-GC_DATA_FORMAT(none, 0);
-GC_DATA_FORMAT(utf8, 1);
-GC_DATA_FORMAT(utf16le, 2);
-GC_DATA_FORMAT(utf16be, 3);
-GC_DATA_FORMAT(utf_any, 4);
-GC_DATA_FORMAT(base32, 5);
-GC_DATA_FORMAT(base32hex, 6);
-GC_DATA_FORMAT(base64, 7);
+	const struct dispatch_data_format_type_s _dispatch_data_format_type_##name = { GC_DATA_FORMAT_MAGIC, kind, {0} }
+GC_DATA_FORMAT(none, GC_DATA_FORMAT_NONE);
+GC_DATA_FORMAT(utf8, GC_DATA_FORMAT_UTF8);
+GC_DATA_FORMAT(utf16le, GC_DATA_FORMAT_UTF16LE);
+GC_DATA_FORMAT(utf16be, GC_DATA_FORMAT_UTF16BE);
+GC_DATA_FORMAT(utf_any, GC_DATA_FORMAT_UTF_ANY);
+GC_DATA_FORMAT(base32, GC_DATA_FORMAT_BASE32);
+GC_DATA_FORMAT(base32hex, GC_DATA_FORMAT_BASE32HEX);
+GC_DATA_FORMAT(base64, GC_DATA_FORMAT_BASE64);
 
 // Foundation's autorelease-pool hooks (private.h): libdispatch calls them around work
 // items of queues whose autorelease frequency is DISPATCH_AUTORELEASE_FREQUENCY_WORK_ITEM,

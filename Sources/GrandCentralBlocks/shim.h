@@ -28,13 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+// The numbers shared with the engine: source kinds, handler kinds, data formats, submit flags.
+#include "../CGrandCentral/include/CGrandCentralKinds.h"
+
 #define GC_SHIM_HIDDEN __attribute__((__visibility__("hidden")))
 
 // MARK: - From CGrandCentral
 //
-// Declared in CGrandCentral.h too. That header cannot be included here: it declares
-// _dispatch_main_q as a weak `char[]` for the engine, which clashes with the public
-// header's `struct dispatch_queue_s _dispatch_main_q`.
+// Declared in CGrandCentral.h too, which is the engine's and not included here.
 
 /// Writes "GrandCentral: BUG IN CLIENT: <function>: <what>" to stderr and aborts.
 __attribute__((__noreturn__)) void gc_client_bug(const char *function, const char *what);
@@ -133,10 +134,7 @@ static inline void gc_check_queue_and_block(const void *queue, const void *block
 // (@_cdecl); not libdispatch's names, so cmake/exports.map keeps them local to the library.
 // They check their arguments like the public call named in their messages.
 
-/// Bits of the flags word.
-enum {
-	GC_SUBMIT_BARRIER = 1u << 0, // run as a barrier on the queue
-};
+// The bits of the flags word are GC_SUBMIT_* (CGrandCentralKinds.h).
 
 /// Returns the flags a block is submitted with: GC_SUBMIT_BARRIER for a barrier work item.
 static inline unsigned long gc_block_submit_flags(dispatch_block_t block)
@@ -154,11 +152,10 @@ void gc_group_async_flags_f(dispatch_group_t group, dispatch_queue_t queue, void
 void gc_group_notify_flags_f(dispatch_group_t group, dispatch_queue_t queue, void *context,
 		dispatch_function_t function, unsigned long flags);
 
-/// Sets a source's handler to a block copy (`kind`: 0 event, 1 cancel, 2 registration),
-/// run by `invoke`, released by `dispose`; NULL clears it (GrandCentralExports/Source.swift).
-void gc_source_set_block_handler(dispatch_source_t source, int kind, void *block,
-		dispatch_function_t invoke, dispatch_function_t dispose, const char *function);
-/// Exports/Source.swift: marks a source's cancel handler mandatory (set next).
-void gc_source_mark_mandatory_cancel(dispatch_source_t source);
+/// Sets a source's `kind` handler to a block copy, run by `invoke`, released by `dispose`;
+/// NULL clears it; `mandatory` makes it the mandatory cancel handler
+/// (GrandCentralExports/Source.swift, which names the public setter in its messages).
+void gc_source_set_block_handler(dispatch_source_t source, gc_source_handler_kind_t kind, bool mandatory,
+		void *block, dispatch_function_t invoke, dispatch_function_t dispose);
 
 #endif // GRANDCENTRAL_BLOCKS_SHIM_H

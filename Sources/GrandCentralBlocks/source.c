@@ -8,30 +8,30 @@ static void gc_block_release(void *context)
 	Block_release((dispatch_block_t)context);
 }
 
-static void gc_source_set_block(dispatch_source_t source, int kind, dispatch_block_t handler,
-		const char *function)
+static void gc_source_set_block(dispatch_source_t source, gc_source_handler_kind_t kind, bool mandatory,
+		dispatch_block_t handler, const char *function)
 {
 	void *copy = handler ? gc_block_copy(handler, function) : NULL;
-	gc_source_set_block_handler(source, kind, copy, gc_block_invoke, gc_block_release, function);
+	gc_source_set_block_handler(source, kind, mandatory, copy, gc_block_invoke, gc_block_release);
 }
 
 void dispatch_source_set_event_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 0, handler, "dispatch_source_set_event_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_EVENT, false, handler, "dispatch_source_set_event_handler");
 }
 
 void dispatch_source_set_cancel_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 1, handler, "dispatch_source_set_cancel_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_CANCEL, false, handler, "dispatch_source_set_cancel_handler");
 }
 
 void dispatch_source_set_registration_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_set_block(source, 2, handler, "dispatch_source_set_registration_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_REGISTRATION, false, handler, "dispatch_source_set_registration_handler");
 }
 
 void dispatch_source_set_mandatory_cancel_handler(dispatch_source_t source, dispatch_block_t handler)
 {
-	gc_source_mark_mandatory_cancel(source);
-	gc_source_set_block(source, 1, handler, "dispatch_source_set_mandatory_cancel_handler");
+	gc_source_set_block(source, GC_SOURCE_HANDLER_CANCEL, true, handler,
+			"dispatch_source_set_mandatory_cancel_handler");
 }

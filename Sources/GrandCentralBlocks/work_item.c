@@ -1,12 +1,13 @@
 // Work-item blocks: dispatch_block_create and the calls that wait on, observe and
 // cancel what it returns.
 //
-// A work item is a real heap block whose captured data is its state: the client's block,
-// a private dispatch group, the flags and an atomic state word. The group is entered
-// when the work item is created and left exactly once, when the item "finishes": after
-// its first run completes (or is skipped because it was cancelled), or when its last
-// reference is released without it ever having run. dispatch_block_wait is then
-// dispatch_group_wait on that group and dispatch_block_notify is dispatch_group_notify.
+// A work item is a real heap block whose captured data is the client's block, the flags
+// and a retained WorkItemCoreBox (Sources/GrandCentral/Runtime/WorkItemCore.swift, reached
+// through the gc_work_item_core_* calls of GrandCentralExports/WorkItem.swift). The core
+// is the one implementation of what a work item does, shared with the Swift API's
+// DispatchWorkItem: running once or many times, waiting once, cancelling, notifying, and
+// the client-bug rules. This file only builds the block, checks its arguments and
+// forwards.
 //
 // How the block is built, and why. A block literal written in C cannot run code when it
 // is copied to the heap or freed, unless it captures an Objective-C object, another block
@@ -29,24 +30,27 @@
 // differently); we never touch those bits. The stack original is never used again after
 // that one copy, so its contents simply move: the copy helper has nothing to do, and the
 // dispose helper runs once, when the runtime frees the heap block.
-//
-// Rules (libdispatch's, checked against the toolchain's libdispatch): a work item may
-// run any number of times, or be waited on once and run once. Waiting twice, waiting
-// after it ran twice, or running it again after a wait are client bugs. A wait that
-// times out does not count: the block may be waited on again.
 #include "shim.h"
 
-#include <stdatomic.h>
 #include <stdint.h>
 
-// MARK: - Layout
+// MARK: - The engine's core (GrandCentralExports/WorkItem.swift)
 
-// Bits of gc_work_item.state.
-enum {
-	GC_WORK_ITEM_CANCELLED = 1u << 0, // dispatch_block_cancel was called
-	GC_WORK_ITEM_WAITING = 1u << 1,   // a dispatch_block_wait is in progress
-	GC_WORK_ITEM_WAITED = 1u << 2,    // a dispatch_block_wait returned 0
-};
+/// A new WorkItemCoreBox, retained once for the block.
+void *gc_work_item_core_create(void);
+/// Drops the block's reference; the last one finishes an item that never ran.
+void gc_work_item_core_release(void *core);
+/// One run: the contract's checks, then `function(context)` unless cancelled, then finish.
+void gc_work_item_core_run(void *core, dispatch_function_t function, void *context);
+/// Waits for the item to finish: 0 when it did, non-zero on timeout.
+intptr_t gc_work_item_core_wait(void *core, dispatch_time_t timeout);
+/// Submits `function(context)` to `queue` (flags: GC_SUBMIT_BARRIER) once it finished.
+void gc_work_item_core_notify(void *core, dispatch_queue_t queue, void *context,
+		dispatch_function_t function, unsigned long flags);
+void gc_work_item_core_cancel(void *core);
+intptr_t gc_work_item_core_testcancel(void *core);
+
+// MARK: - Layout
 
 // Flags dispatch_block_create accepts: the six public ones, and two more bits that
 // libdispatch reserves for its private API and accepts (and that mean nothing here).
@@ -57,18 +61,10 @@ struct gc_work_item {
 
 	// Written at creation, then only read.
 	dispatch_block_t body;           // the client's block, copied; released on dispose
-	dispatch_group_t group;          // entered at creation; left once, by gc_work_item_finish
+	void *core;                      // the WorkItemCoreBox, retained; released on dispose
 	dispatch_block_flags_t flags;
 	dispatch_qos_class_t qos_class;  // recorded; GrandCentral does not apply block QoS
 	int relative_priority;
-
-	// Shared between the threads that run, wait on and cancel the item. Every access is
-	// sequentially consistent: the run-twice-and-wait check needs a thread that bumps
-	// `runs` and a thread that sets WAITING to see at least one of each other's writes
-	// (a store-load pattern, which acquire/release alone does not order).
-	_Atomic uint32_t state;          // GC_WORK_ITEM_* bits
-	_Atomic uint64_t runs;           // invocations started
-	_Atomic uint32_t finished;       // 1 once the group has been left
 };
 
 static void gc_work_item_copy(void *destination, const void *source);
@@ -104,16 +100,10 @@ static struct gc_work_item *gc_work_item_checked(dispatch_block_t block, const c
 
 // MARK: - Life cycle
 
-/// Leaves the group, the first time only: the item has finished.
-static void gc_work_item_finish(struct gc_work_item *item)
-{
-	if (atomic_exchange(&item->finished, 1u) == 0) dispatch_group_leave(item->group);
-}
-
 static void gc_work_item_copy(void *destination, const void *source)
 {
 	// The stack original is abandoned after its single copy (gc_work_item_create), so
-	// the bitwise copy the runtime already made transfers ownership of body and group.
+	// the bitwise copy the runtime already made transfers ownership of body and core.
 	(void)destination;
 	(void)source;
 }
@@ -121,25 +111,16 @@ static void gc_work_item_copy(void *destination, const void *source)
 static void gc_work_item_dispose(const void *block)
 {
 	struct gc_work_item *item = (struct gc_work_item *)(uintptr_t)block;
-	// Released without having run: it will never run now, so it has finished.
-	// Waiters hold a reference while they wait, so none can be waiting at this point;
-	// pending notifications fire.
-	gc_work_item_finish(item);
-	dispatch_release(item->group);
+	// Waiters hold a reference to the block while they wait, so none is waiting now; the
+	// core finishes an item that never ran when this last reference goes.
+	gc_work_item_core_release(item->core);
 	Block_release(item->body);
 }
 
 void gc_work_item_invoke(void *block)
 {
 	struct gc_work_item *item = (struct gc_work_item *)block;
-	uint64_t earlier_runs = atomic_fetch_add(&item->runs, 1);
-	uint32_t state = atomic_load(&item->state);
-	if (earlier_runs > 0 && (state & (GC_WORK_ITEM_WAITING | GC_WORK_ITEM_WAITED)) != 0) {
-		gc_client_bug("dispatch_block_wait",
-				"a work-item block that is waited on may not run more than once");
-	}
-	if ((state & GC_WORK_ITEM_CANCELLED) == 0) item->body();
-	gc_work_item_finish(item);
+	gc_work_item_core_run(item->core, gc_block_invoke, item->body);
 }
 
 dispatch_block_flags_t gc_work_item_flags(dispatch_block_t block)
@@ -160,16 +141,11 @@ static dispatch_block_t gc_work_item_create(dispatch_block_flags_t flags,
 			.descriptor = &gc_work_item_descriptor,
 		},
 		.body = gc_block_copy(body, function),
-		.group = dispatch_group_create(),
+		.core = gc_work_item_core_create(),
 		.flags = flags,
 		.qos_class = qos_class,
 		.relative_priority = relative_priority,
 	};
-	if (original.group == NULL) gc_shim_out_of_memory(function);
-	atomic_init(&original.state, 0u);
-	atomic_init(&original.runs, 0);
-	atomic_init(&original.finished, 0u);
-	dispatch_group_enter(original.group);
 
 	void *copy = _Block_copy(&original);
 	if (copy == NULL) gc_shim_out_of_memory(function);
@@ -228,23 +204,10 @@ void dispatch_block_perform(dispatch_block_flags_t flags, dispatch_block_t block
 intptr_t dispatch_block_wait(dispatch_block_t block, dispatch_time_t timeout)
 {
 	struct gc_work_item *item = gc_work_item_checked(block, "dispatch_block_wait");
-	uint32_t state = atomic_fetch_or(&item->state, GC_WORK_ITEM_WAITING);
-	if ((state & (GC_WORK_ITEM_WAITING | GC_WORK_ITEM_WAITED)) != 0) {
-		gc_client_bug("dispatch_block_wait",
-				"a work-item block may not be waited on more than once");
-	}
-	if (atomic_load(&item->runs) > 1) {
-		gc_client_bug("dispatch_block_wait",
-				"a work-item block that ran more than once may not be waited on");
-	}
-
-	// Hold a reference while waiting: the item, and its group, then outlive the wait
+	// Hold a reference while waiting: the item, and its core, then outlive the wait
 	// even if the client's own reference goes away on another thread meanwhile.
 	Block_copy(block);
-	intptr_t result = dispatch_group_wait(item->group, timeout);
-	// Set WAITED before clearing WAITING, so that a second run in between is caught.
-	if (result == 0) atomic_fetch_or(&item->state, GC_WORK_ITEM_WAITED);
-	atomic_fetch_and(&item->state, ~(uint32_t)GC_WORK_ITEM_WAITING);
+	intptr_t result = gc_work_item_core_wait(item->core, timeout);
 	Block_release(block);
 	return result;
 }
@@ -254,20 +217,21 @@ void dispatch_block_notify(dispatch_block_t block, dispatch_queue_t queue,
 {
 	struct gc_work_item *item = gc_work_item_checked(block, "dispatch_block_notify");
 	gc_check_queue_and_block(queue, notification_block, "dispatch_block_notify");
-	// The group outlives this call: the caller holds the item, which holds the group.
-	dispatch_group_notify(item->group, queue, notification_block);
+	// The core outlives this call: the caller holds the item, which holds the core.
+	gc_work_item_core_notify(item->core, queue, gc_block_copy(notification_block, "dispatch_block_notify"),
+			gc_block_invoke_and_release, gc_block_submit_flags(notification_block));
 }
 
 void dispatch_block_cancel(dispatch_block_t block)
 {
 	struct gc_work_item *item = gc_work_item_checked(block, "dispatch_block_cancel");
-	atomic_fetch_or(&item->state, GC_WORK_ITEM_CANCELLED);
+	gc_work_item_core_cancel(item->core);
 }
 
 intptr_t dispatch_block_testcancel(dispatch_block_t block)
 {
 	struct gc_work_item *item = gc_work_item_checked(block, "dispatch_block_testcancel");
-	return (atomic_load(&item->state) & GC_WORK_ITEM_CANCELLED) != 0;
+	return gc_work_item_core_testcancel(item->core);
 }
 
 // MARK: - Private calls (private.h)

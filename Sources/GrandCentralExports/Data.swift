@@ -1,4 +1,5 @@
 import CGrandCentral
+import GrandCentralSymbols
 import Glibc
 
 // data.h: data objects (engine: Sources/GrandCentral/Data). A handle is the data object
@@ -12,12 +13,6 @@ public typealias DataApplierFunction = @convention(c) (
 @inline(__always)
 func dataObject(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<DataObject> {
     typedObject(handle, .data, function, ifNull: "data object is NULL", ifWrongKind: "object is not a data object")
-}
-
-/// The C handle of a data object the caller owns a count of.
-@inline(__always)
-func dataHandle(_ data: Unmanaged<DataObject>) -> UnsafeMutableRawPointer {
-    data.size == 0 ? gc_data_empty_symbol() : data.toOpaque()
 }
 
 /// The engine's form of a C destructor argument; nil means copy now (DEFAULT).
@@ -82,9 +77,8 @@ public func dispatch_data_create_concat(_ first: UnsafeMutableRawPointer?,
 public func dispatch_data_create_subrange(_ handle: UnsafeMutableRawPointer?, _ offset: UInt,
                                           _ length: UInt) -> UnsafeMutableRawPointer {
     let data = dataObject(handle, "dispatch_data_create_subrange")
-    let size = UInt(data.size)
-    if offset >= size || length == 0 { return gc_data_empty_symbol() }
-    return dataHandle(DataObject.subrange(data, offset: Int(offset), length: Int(min(length, size - offset))))
+    // The engine clamps to the data's end; a size_t beyond Int.max is past any end.
+    return dataHandle(DataObject.subrange(data, offset: Int(clamping: offset), length: Int(clamping: length)))
 }
 
 @_cdecl("dispatch_data_apply_f")
@@ -131,13 +125,12 @@ public func dispatch_data_create_alloc(_ size: UInt,
 }
 
 /// `dispatch_data_format_type_t` handles are the addresses of the
-/// `_dispatch_data_format_type_*` objects (data_symbols.c): `{ magic "GCDF", kind }`.
-private let dataFormatMagic: UInt32 = 0x4743_4446  // "GCDF"
-
+/// `_dispatch_data_format_type_*` objects (data_symbols.c): `{ GC_DATA_FORMAT_MAGIC, kind }`,
+/// the kind a DataFormat (CGrandCentralKinds.h).
 private func dataFormat(_ type: UnsafeRawPointer?, _ what: StaticString) -> DataFormat {
     guard let type else { clientBug("dispatch_data_create_with_transform", what) }
-    guard type.load(as: UInt32.self) == dataFormatMagic,
-          let format = DataFormat(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else {
+    guard type.load(as: UInt32.self) == GC_DATA_FORMAT_MAGIC,
+          let format = DataFormat(rawValue: type.load(fromByteOffset: 4, as: UInt32.self)) else {
         clientBug("dispatch_data_create_with_transform", "not a DISPATCH_DATA_FORMAT_TYPE_* value")
     }
     return format

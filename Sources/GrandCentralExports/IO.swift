@@ -19,8 +19,7 @@ func channel(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Un
 /// A borrowed data handle for a handler call.
 @inline(__always)
 private func borrowedDataHandle(_ data: Unmanaged<DataObject>?) -> UnsafeMutableRawPointer? {
-    guard let data else { return nil }
-    return data.size == 0 ? gc_data_empty_symbol() : data.toOpaque()
+    data.map(dataHandle)
 }
 
 /// Boxes a C pointer so the handler closures may capture it (the client synchronizes).

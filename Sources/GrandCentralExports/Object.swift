@@ -55,6 +55,6 @@ public func dispatch_set_target_queue(_ handle: UnsafeMutableRawPointer?, _ targ
 /// live in C: GrandCentralBlocks/variadic.c). Returns a malloc'ed string.
 @_cdecl("_gc_debug_description")
 public func _gc_debug_description(_ handle: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<CChar>? {
-    let description = handle.map { object($0, "dispatch_debug")._withUnsafeGuaranteedRef { $0.debugDescription() } } ?? "NULL"
+    let description = handle.map { debugLine($0, "dispatch_debug") } ?? "NULL"
     return strdup(description)
 }

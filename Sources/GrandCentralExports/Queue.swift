@@ -63,7 +63,9 @@ public func dispatch_queue_attr_make_with_overcommit(_ attr: UnsafeMutableRawPoi
 
 @_cdecl("dispatch_get_global_queue")
 public func dispatch_get_global_queue(_ identifier: Int, _ flags: UInt) -> UnsafeMutableRawPointer? {
-    guard flags & ~UInt(0x2) == 0, let q = RootQueues.queue(identifier: identifier, flags: flags) else {
+    let overcommitFlag: UInt = 0x2  // DISPATCH_QUEUE_OVERCOMMIT, the one flag defined
+    guard flags & ~overcommitFlag == 0,
+          let q = RootQueues.queue(identifier: identifier, overcommit: flags & overcommitFlag != 0) else {
         return nil  // libdispatch returns NULL for an unknown identifier or flag
     }
     return q.handle

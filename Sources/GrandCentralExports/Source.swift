@@ -5,10 +5,9 @@ import Glibc
 
 /// `dispatch_source_type_t` handles are the addresses of libdispatch's
 /// `_dispatch_source_type_*` data symbols, which GrandCentralBlocks defines
-/// (data_symbols.c) as `{ magic, kind }`: the kind is SourceType's raw value. An address
-/// without the magic is not a source type, and `dispatch_source_create` returns NULL for it.
-private let sourceTypeMagic: UInt32 = 0x4743_5354  // "GCST"
-
+/// (data_symbols.c) as `{ GC_SOURCE_TYPE_MAGIC, kind }`: the kind is a SourceType
+/// (CGrandCentralKinds.h). An address without the magic is not a source type, and
+/// `dispatch_source_create` returns NULL for it.
 @inline(__always)
 func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unmanaged<SourceCore> {
     typedObject(handle, .source, function, ifNull: "source is NULL", ifWrongKind: "object is not a source")
@@ -17,8 +16,8 @@ func source(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unm
 @_cdecl("dispatch_source_create")
 public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ mask: UInt,
                                    _ q: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let type, type.load(as: UInt32.self) == sourceTypeMagic,
-          let kind = SourceType(rawValue: Int(type.load(fromByteOffset: 4, as: UInt32.self))) else { return nil }
+    guard let type, type.load(as: UInt32.self) == GC_SOURCE_TYPE_MAGIC,
+          let kind = SourceType(rawValue: type.load(fromByteOffset: 4, as: UInt32.self)) else { return nil }
     let target = q.map { queue($0, "dispatch_source_create").takeUnretainedValue() }
     guard let made = SourceCore.make(type: kind, handle: handle, mask: mask, queue: target) else { return nil }
     if kind == .interval {
@@ -32,22 +31,31 @@ public func dispatch_source_create(_ type: UnsafeRawPointer?, _ handle: UInt, _ 
 /// one afterwards is a client bug, as in libdispatch (which also makes setting a mandatory
 /// cancel handler on an active source one).
 @inline(__always)
-private func checkHandlersMutable(_ shell: SourceCore, _ name: StaticString) {
-    if shell.hasMandatoryCancel.load(ordering: .relaxed)
-        && !SourceState(shell.state.load(ordering: .acquiring)).has(SourceState.inactive) {
+private func checkHandlersMutable(_ core: SourceCore, _ name: StaticString) {
+    if core.hasMandatoryCancel.load(ordering: .relaxed)
+        && !SourceState(core.state.load(ordering: .acquiring)).has(SourceState.inactive) {
         clientBug(name, "cannot change a handler of a source with a mandatory cancel handler after activation")
     }
 }
 
+/// Every handler setter, `_f` and block: marks a mandatory cancel handler first (so that
+/// setting one on an active source is the bug above), then checks and sets.
 @inline(__always)
-private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind,
-                                _ function: dispatch_function_t?, _ name: StaticString) {
-    source(s, name)._withUnsafeGuaranteedRef { shell in
-        checkHandlersMutable(shell, name)
-        shell.setHandler(kind, function.map {
-            SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
-        })
+private func setHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind, mandatory: Bool = false,
+                        _ handler: SourceHandler?, _ name: StaticString) {
+    source(s, name)._withUnsafeGuaranteedRef { core in
+        if mandatory { core.hasMandatoryCancel.store(true, ordering: .relaxed) }
+        checkHandlersMutable(core, name)
+        core.setHandler(kind, handler)
     }
+}
+
+@inline(__always)
+private func setFunctionHandler(_ s: UnsafeMutableRawPointer?, _ kind: SourceHandlerKind, mandatory: Bool = false,
+                                _ function: dispatch_function_t?, _ name: StaticString) {
+    setHandler(s, kind, mandatory: mandatory, function.map {
+        SourceHandler(function: $0, context: nil, usesSourceContext: true, dispose: nil)
+    }, name)
 }
 
 @_cdecl("dispatch_source_set_event_handler_f")
@@ -67,25 +75,22 @@ public func dispatch_source_set_registration_handler_f(_ s: UnsafeMutableRawPoin
 
 /// The block setters' entry point (GrandCentralBlocks/source.c): `block` is a copy the
 /// source owns, run by `invoke` and released by `dispose` when the handler is replaced or
-/// dropped; NULL `block` clears the handler. `kind`: 0 event, 1 cancel, 2 registration.
+/// dropped; NULL `block` clears the handler. `mandatory`: dispatch_source_set_mandatory_cancel_handler.
 /// Local to the library (the version script).
 @_cdecl("gc_source_set_block_handler")
-public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: Int32, _ block: UnsafeMutableRawPointer?,
-                                        _ invoke: dispatch_function_t, _ dispose: dispatch_function_t,
-                                        _ name: UnsafePointer<CChar>) {
-    guard let s else { gc_client_bug(name, "source is NULL") }
-    let handlerKind = SourceHandlerKind(rawValue: Int(kind))!
-    let o = objectFromHandle(s)
-    if o._withUnsafeGuaranteedRef({ $0.kind }) != .source { gc_client_bug(name, "object is not a source") }
-    unsafeBitCast(o, to: Unmanaged<SourceCore>.self)._withUnsafeGuaranteedRef { shell in
-        if shell.hasMandatoryCancel.load(ordering: .relaxed)
-            && !SourceState(shell.state.load(ordering: .acquiring)).has(SourceState.inactive) {
-            gc_client_bug(name, "cannot change a handler of a source with a mandatory cancel handler after activation")
-        }
-        shell.setHandler(handlerKind, block.map {
-            SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
-        })
+public func gc_source_set_block_handler(_ s: UnsafeMutableRawPointer?, _ kind: UInt32, _ mandatory: Bool,
+                                        _ block: UnsafeMutableRawPointer?,
+                                        _ invoke: dispatch_function_t, _ dispose: dispatch_function_t) {
+    let handlerKind = SourceHandlerKind(rawValue: kind)!
+    let name: StaticString
+    switch handlerKind {
+    case .event: name = "dispatch_source_set_event_handler"
+    case .cancel: name = mandatory ? "dispatch_source_set_mandatory_cancel_handler" : "dispatch_source_set_cancel_handler"
+    case .registration: name = "dispatch_source_set_registration_handler"
     }
+    setHandler(s, handlerKind, mandatory: mandatory, block.map {
+        SourceHandler(function: invoke, context: $0, usesSourceContext: false, dispose: dispose)
+    }, name)
 }
 
 @_cdecl("dispatch_source_cancel")
@@ -164,17 +169,6 @@ public func dispatch_source_get_extended_data(_ s: UnsafeMutableRawPointer?, _ e
 @_cdecl("dispatch_source_set_mandatory_cancel_handler_f")
 public func dispatch_source_set_mandatory_cancel_handler_f(_ s: UnsafeMutableRawPointer?,
                                                            _ handler: dispatch_function_t?) {
-    source(s, "dispatch_source_set_mandatory_cancel_handler_f")._withUnsafeGuaranteedRef {
-        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
-    }
-    setFunctionHandler(s, .cancel, handler, "dispatch_source_set_mandatory_cancel_handler_f")
+    setFunctionHandler(s, .cancel, mandatory: true, handler, "dispatch_source_set_mandatory_cancel_handler_f")
 }
 
-/// The block form's first half (GrandCentralBlocks/source.c sets the handler itself).
-/// Local to the library (the version script).
-@_cdecl("gc_source_mark_mandatory_cancel")
-public func gc_source_mark_mandatory_cancel(_ s: UnsafeMutableRawPointer?) {
-    source(s, "dispatch_source_set_mandatory_cancel_handler")._withUnsafeGuaranteedRef {
-        $0.hasMandatoryCancel.store(true, ordering: .relaxed)
-    }
-}

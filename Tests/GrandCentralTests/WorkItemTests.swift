@@ -194,4 +194,25 @@ final class WorkItemTests: XCTestCase {
         queue.sync(flags: .barrier) {}
         XCTAssertEqual(violations.value, 0, "a barrier notification overlapped other items")
     }
+
+    /// One run racing one wait, many times (WorkItemCore's state word): the wait must never
+    /// be taken for a second one, nor the run for a run after a wait, and must return after
+    /// the body.
+    func testOneRunRacingOneWait() {
+        let rounds = 20_000
+        let bodies = Counter()
+        var late = 0
+        for _ in 0..<rounds {
+            let ran = Flag()
+            let item = DispatchWorkItem {
+                ran.open()
+                _ = bodies.increment()
+            }
+            DispatchQueue.global().async(execute: item)
+            item.wait()
+            if !ran.isOpen { late += 1 }
+        }
+        XCTAssertEqual(late, 0, "waits returned before their item ran")
+        XCTAssertEqual(bodies.value, rounds)
+    }
 }

@@ -1,7 +1,8 @@
 // CGrandCentral: the few things the engine needs from C that Swift cannot express
 // directly: the futex syscall (variadic `syscall`), thread-local storage with a fast
 // access model, raw atomics on C-laid-out nodes, and thread creation with a controlled
-// signal mask. No dispatch_* names live here (DESIGN.md, layout).
+// signal mask. It declares no dispatch_* or _dispatch_* symbols (DESIGN.md, layout): the C
+// ABI's data symbols are the handle layer's (GrandCentralExports/include).
 #ifndef CGRANDCENTRAL_H
 #define CGRANDCENTRAL_H
 
@@ -53,6 +54,15 @@ void gc_fork_set_child_hook(void (*hook)(void));
 void gc_fork_child_now(void);
 /// The kernel thread id of the caller.
 int32_t gc_thread_id(void);
+/// The nice value of the calling thread (getpriority of its thread id).
+int32_t gc_thread_nice(void);
+/// Sets the calling thread's nice value (setpriority of its thread id). Returns 0 or an
+/// errno (EACCES: lowering it needs CAP_SYS_NICE or RLIMIT_NICE).
+int gc_thread_set_nice(int32_t nice);
+/// The lowest nice value a thread of this process may set, as the kernel rules it: -20
+/// with CAP_SYS_NICE in the effective set, else 20 - RLIMIT_NICE's soft limit (20 with the
+/// usual limit of 0: no thread may lower its nice value at all; raising is always allowed).
+int32_t gc_nice_floor(void);
 /// Names thread `tid` of this process (what `top -H`, `ps -L` and gdb show), truncated to
 /// the kernel's 15 characters. What `pthread_setname_np` does for another thread (writes
 /// /proc/self/task/<tid>/comm), by thread id, so a thread that has exited is an ENOENT,
@@ -81,17 +91,40 @@ int gc_physical_cpu_count(void);
 // `next` is the intrusive link of the MPSC list a queue keeps; it is written by the
 // producer that linked the node (release) and read by the thread that owns the drain
 // (acquire). Every other field is written before the node is published and read only
-// by the thread that runs it.
+// by the thread that runs it (the two exceptions, `slot.sync_loan` and `waiter_word`, are
+// a parked dispatch_sync caller's and its waker's; QueueSync.swift).
+//
+// No field holds a reference count. `group` and `owner` are unretained: what keeps their
+// objects alive is a self-reference each takes while it has work in flight (a group while
+// its count is non-zero, a concurrent queue while it has width in use), so a node in
+// flight needs no retain of its own.
+
+/// The node's one word whose meaning depends on what the node is doing. Exactly one
+/// meaning is live at a time, each under its own name; which one is told by the path
+/// the node is on (its `flags`, or its place in the depot).
+typedef union gc_continuation_slot_u {
+    /// dispatch_after, until its timer fires: the queue to push the node onto, retained
+    /// (After.swift: taken when armed, released once the node is pushed).
+    void *after_queue;
+    /// The first node of a batch in the ContinuationDepot: the next batch's first node, or
+    /// NULL. Guarded by the depot's lock.
+    struct gc_continuation_s *next_batch;
+    /// A `syncWaiter` node lent to its caller (SyncLoan): the lender's SyncLoan, on the
+    /// lender's stack. Stored before the release store of `waiter_word` that wakes the
+    /// caller, read after its acquire load.
+    void *sync_loan;
+} gc_continuation_slot_t;
+
 typedef struct gc_continuation_s {
     struct gc_continuation_s *next;
     void (*function)(void *);
     void *context;
     uintptr_t flags;      // ContinuationFlags (Swift)
-    void *group;          // group to leave after running, or NULL
-    void *owner;          // queue whose width the item holds while it runs, or NULL
-    void *waiter;         // dispatch_after: the target queue until it fires;
-                          // a depot batch's head: the next batch;
-                          // a syncWaiter node lent to its caller: the lender's SyncLoan
+    void *group;          // groupMember: the DispatchGroup to leave after running, unretained
+                          // (the group's self-reference keeps it alive); else NULL
+    void *owner;          // redirected: the concurrent queue whose width the item holds while it
+                          // runs, unretained (the queue's self-reference keeps it alive); else NULL
+    gc_continuation_slot_t slot;
     uintptr_t waiter_word;// syncWaiter/syncHandoff: the futex word (low 32 bits) the sync caller
                           // sleeps on, 0 until it may go on
 } gc_continuation_t;
@@ -180,32 +213,6 @@ static inline gc_held_frame_t *gc_held_enter_chain(gc_held_frame_t *innermost, g
 static inline void gc_held_restore(gc_held_frame_t *previous) { gc_thread_storage.held = previous; }
 /// The innermost frame, or NULL outside any queue.
 static inline gc_held_frame_t *gc_held_top(void) { return gc_thread_storage.held; }
-
-// MARK: - Data symbols of the C ABI
-//
-// libdispatch's header takes the address of these (dispatch_get_main_queue() is
-// `&_dispatch_main_q`). They are defined in GrandCentralBlocks, which only the CMake build
-// links, so they are weak here: in the SwiftPM build their addresses are NULL.
-extern char _dispatch_main_q[] __attribute__((weak));
-extern char _dispatch_queue_attr_concurrent[] __attribute__((weak));
-static inline void *gc_main_queue_symbol(void) { return (void *)_dispatch_main_q; }
-static inline void *gc_attr_concurrent_symbol(void) { return (void *)_dispatch_queue_attr_concurrent; }
-// dispatch_data_empty is `&_dispatch_data_empty`; DISPATCH_DATA_DESTRUCTOR_FREE/_MUNMAP
-// are the *values* of the destructor symbols (pointers that are compared, never called).
-extern char _dispatch_data_empty[] __attribute__((weak));
-extern void *const _dispatch_data_destructor_free __attribute__((weak));
-extern void *const _dispatch_data_destructor_munmap __attribute__((weak));
-static inline void *gc_data_empty_symbol(void) { return (void *)_dispatch_data_empty; }
-static inline const void *gc_data_destructor_free_value(void) {
-    return &_dispatch_data_destructor_free ? _dispatch_data_destructor_free : NULL;
-}
-static inline const void *gc_data_destructor_munmap_value(void) {
-    return &_dispatch_data_destructor_munmap ? _dispatch_data_destructor_munmap : NULL;
-}
-extern void *const _dispatch_data_destructor_none __attribute__((weak));
-static inline const void *gc_data_destructor_none_value(void) {
-    return &_dispatch_data_destructor_none ? _dispatch_data_destructor_none : NULL;
-}
 
 /// Arranges (once per thread) for the thread's continuation cache to be freed when the
 /// thread exits, so threads that come and go do not leak their caches.

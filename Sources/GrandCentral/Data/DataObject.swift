@@ -156,12 +156,6 @@ final class DataObject: DispatchObject, @unchecked Sendable {
         describe([("refcount", debugRefcount), ("size", "\(size)"), ("regions", "\(leafCount)")])
     }
 
-    /// Empty data's C handle is `dispatch_data_empty`'s symbol (GrandCentralExports/Data.swift).
-    override var debugAddress: UnsafeMutableRawPointer {
-        if size == 0, let symbol = gc_data_empty_symbol() { return symbol }
-        return super.debugAddress
-    }
-
     // MARK: Making data objects (each returns one count, which the caller owns)
 
     /// A data object over `size` bytes at `buffer`, given back by `destructor`. An empty

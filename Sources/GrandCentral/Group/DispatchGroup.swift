@@ -54,6 +54,8 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     /// `dispatch_group_enter`.
     @inline(__always)
     public func enter() {
+        // relaxed: an enter publishes nothing; waiters and notify acquire the matching leave's
+        // releasing CAS (`leave`), a later RMW of this word.
         let old = state.wrappingAdd(1, ordering: .relaxed).oldValue
         let count = old & Self.countMask
         if count == 0 {
@@ -160,6 +162,7 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
                flags: ContinuationFlags = []) {
         enter()
         let node = ContinuationCache.make(function, context, flags.union(.groupMember))
+        // Unretained: the enter above holds the group's self-reference until the node's leave.
         node.pointee.group = Unmanaged.passUnretained(self).toOpaque()
         queue.push(node)
     }

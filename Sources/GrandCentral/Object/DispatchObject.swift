@@ -109,31 +109,31 @@ open class DispatchObject: @unchecked Sendable {
     //     <kind>[0x<address>] = { <field> = <value>, <field> = <value>, ... }
     //
     // <kind> is `queue`, `group`, `semaphore`, `source`, `data` or `io`; the address is the
-    // C handle's. The fields are the kind's own, in a fixed order: its name or type first if
-    // it has one (a queue's label, a source's type, a channel's type), then `refcount` (the
-    // C reference count; `global` for objects that ignore retain and release), then its
-    // state. Strings are in double quotes, counts in decimal, flags `true` or `false`.
+    // C handle's. The engine writes the part in braces (`debugDescription()`); the C ABI,
+    // which alone knows an object's handle, puts `<kind>[0x<address>] = ` in front
+    // (GrandCentralExports/Handles.swift). The fields are the kind's own, in a fixed order:
+    // its name or type first if it has one (a queue's label, a source's type, a channel's
+    // type), then `refcount` (the C reference count; `global` for objects that ignore retain
+    // and release), then its state. Strings are in double quotes, counts in decimal, flags
+    // `true` or `false`.
 
-    /// The one-line description `dispatch_debug` prints (see above). Kinds override it.
+    /// The fields of the description `dispatch_debug` prints, `{ <field> = <value>, ... }`
+    /// (see above). Kinds override it.
     func debugDescription() -> String { describe([("refcount", debugRefcount)]) }
-
-    /// The C handle `dispatch_debug` was given (queues override: the main queue's handle
-    /// is `&_dispatch_main_q`).
-    var debugAddress: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// `refcount`'s value: the C reference count, or `global`.
     final var debugRefcount: String { isGlobal ? "global" : "\(externalRefs.load(ordering: .relaxed))" }
 
-    /// `<kind>[0x<address>] = { <field> = <value>, ... }` with `fields` in order.
+    /// `{ <field> = <value>, ... }` with `fields` in order.
     final func describe(_ fields: [(String, String)]) -> String {
-        let address = String(UInt(bitPattern: debugAddress), radix: 16)
-        return "\(kind)[0x\(address)] = { " + fields.map { "\($0.0) = \($0.1)" }.joined(separator: ", ") + " }"
+        "{ " + fields.map { "\($0.0) = \($0.1)" }.joined(separator: ", ") + " }"
     }
 
     /// A string value in a description: in double quotes.
     static func quoted(_ text: String) -> String { "\"" + text + "\"" }
 
-    // MARK: Polymorphic operations (queues and, later, sources override them)
+    // MARK: Polymorphic operations (queues and sources override them; for any other object
+    // suspend, resume and activate do nothing)
 
     func suspendObject() {}
     func resumeObject(caller: StaticString) {}
@@ -153,24 +153,4 @@ open class DispatchObject: @unchecked Sendable {
     public func resume() { resumeObject(caller: "DispatchObject.resume()") }
     /// Sets the target queue of this object.
     public func setTarget(queue: DispatchQueue) { setTargetObject(queue, caller: "DispatchObject.setTarget(queue:)") }
-}
-
-// MARK: - Handles
-
-/// C handles are unmanaged references to the engine's objects.
-@inline(__always)
-func objectFromHandle(_ handle: UnsafeMutableRawPointer) -> Unmanaged<DispatchObject> {
-    if handle == gc_main_queue_symbol() {
-        return Unmanaged.passUnretained(DispatchQueue.main)
-    }
-    if handle == gc_data_empty_symbol() {
-        return Unmanaged.passUnretained(DataObject.empty)
-    }
-    return Unmanaged<DispatchObject>.fromOpaque(handle)
-}
-
-/// Returns a new object as a C handle carrying one ARC retain (see DispatchObject).
-@inline(__always)
-func retainedHandle(_ object: DispatchObject) -> UnsafeMutableRawPointer {
-    Unmanaged.passRetained(object).toOpaque()
 }

@@ -4,7 +4,7 @@ import CGrandCentral
 /// its queue (handlers never run on the event thread).
 ///
 /// The timer's context is the continuation itself, with the queue (retained) in its
-/// `waiter` field until it fires. Leeway: libdispatch's default for dispatch_after is a
+/// `slot.after_queue` until it fires. Leeway: libdispatch's default for dispatch_after is a
 /// tenth of the delay, capped; we use the same rule. Leeway never delays a timer that has
 /// nothing to coalesce with (the timer policy, see `TimerHeap`): it only lets nearby
 /// deadlines share one wakeup of the event thread. A `dispatch_after` is a one-shot timer:
@@ -21,7 +21,7 @@ extension DispatchQueue {
             return
         }
         let node = ContinuationCache.make(function, context, flags)
-        node.pointee.waiter = Unmanaged.passRetained(self).toOpaque()
+        node.pointee.slot.after_queue = Unmanaged.passRetained(self).toOpaque()
         let leeway = min(UInt64(delay) / 10, 60_000_000_000)  // 10 %, at most 60 s
         _ = loop.scheduleTimer(deadline: when, leeway: leeway, fire: afterTimerFired, context: UnsafeMutableRawPointer(node))
     }
@@ -30,8 +30,8 @@ extension DispatchQueue {
 /// Runs on the event thread: hand the item to its queue.
 let afterTimerFired: DispatchFunction = { raw in
     let node = raw!.assumingMemoryBound(to: gc_continuation_t.self)
-    let queue = Unmanaged<DispatchQueue>.fromOpaque(node.pointee.waiter!)
-    node.pointee.waiter = nil
+    let queue = Unmanaged<DispatchQueue>.fromOpaque(node.pointee.slot.after_queue!)
+    node.pointee.slot.after_queue = nil
     queue._withUnsafeGuaranteedRef { $0.push(node) }
     queue.release()
 }

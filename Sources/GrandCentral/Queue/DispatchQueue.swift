@@ -142,18 +142,11 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     override func externalRefsDidReachZero() { checkReleasable() }
 
     override func debugDescription() -> String { queueDebugDescription() }
-    override var debugAddress: UnsafeMutableRawPointer { handle }
 
     override func suspendObject() { suspendQueue() }
     override func resumeObject(caller: StaticString) { resumeQueue(caller: caller) }
     override func activateObject() { activateQueue() }
     override func setTargetObject(_ target: DispatchQueue?, caller: StaticString) { setTargetQueue(target, caller: caller) }
-
-    /// The C handle of this queue (the main queue's is `&_dispatch_main_q`).
-    var handle: UnsafeMutableRawPointer {
-        if role == .main, let symbol = gc_main_queue_symbol() { return symbol }
-        return Unmanaged.passUnretained(self).toOpaque()
-    }
 
     /// The label: the queue's own copy, or the caller's string set by
     /// dispatch_queue_set_label_nocopy; nil when it has none.
@@ -227,24 +220,20 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     }
 
     /// Schedules a drain if the queue has work, is runnable, and none is scheduled.
+    /// (The shared drain's `take`, QueueDrain.swift: the sequentially consistent load pairs
+    /// with the drain owner's unlock, `tryUnlockDrain`.)
     @inline(__always)
     final func wakeup() {
-        // sequentiallyConsistent load: pairs with the drain owner's unlock (see tryUnlockDrain).
-        var s = state.load(ordering: .sequentiallyConsistent)
-        while true {
-            let q = QueueState(s)
-            if q.isEnqueued || q.isSuspended { return }
-            if items.isEmpty && pendingHead.load(ordering: .relaxed) == 0 { return }
-            let (done, now) = state.weakCompareExchange(expected: s, desired: s | QueueState.enqueued,
-                                                        ordering: .sequentiallyConsistent)
-            if done { break }
-            s = now
+        if DrainLock.take(state, lock: QueueState.enqueued, when: { s in
+            !QueueState(s).isSuspended && (!items.isEmpty || pendingHead.load(ordering: .relaxed) != 0)
+        }) {
+            scheduleDrain(retain: true)
         }
-        scheduleDrain(retain: true)
     }
 
-    /// The caller owns ENQUEUED: puts one drain of this queue on its target. `retain`
-    /// takes the ARC retain a scheduled drain owns (false when the caller passes its own on).
+    /// The caller owns ENQUEUED: puts one drain of this queue on its target; the main
+    /// queue's and a run loop's queue's own threads are woken instead. `retain` takes the
+    /// ARC retain a scheduled drain owns (false when the caller passes its own on).
     @inline(__always)
     final func scheduleDrain(retain: Bool) {
         if role == .main {
@@ -255,19 +244,9 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
             unsafeDowncast(self, to: RunLoopQueue.self).poke()
             return
         }
-        let node = ContinuationCache.make(drainTrampoline, Unmanaged.passUnretained(self).toOpaque(), .drainQueue)
-        if retain {
-            // The caller holds a reference to this queue, which holds its target.
-            _ = Unmanaged.passUnretained(self).retain()
-            unmanagedTarget!._withUnsafeGuaranteedRef { $0.push(node) }
-        } else {
-            // The caller hands its reference on with the node: once pushed, the drain may
-            // run and this queue (and its hold on the target) go away mid-push. Hold the
-            // target across the push.
-            let target = unmanagedTarget!.retain()
-            target._withUnsafeGuaranteedRef { $0.push(node) }
-            target.release()
-        }
+        // Whoever takes a new retain for the node (a wakeup, a sync caller giving the queue
+        // back) holds a reference to this queue, which holds its target.
+        pushDrainNode(onto: unmanagedTarget!, retain: retain, callerHoldsObject: true)
     }
 }
 

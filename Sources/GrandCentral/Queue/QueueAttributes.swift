@@ -25,10 +25,8 @@ enum QoSLevel: UInt32 {
     static let byBucket: [QoSLevel] = [.maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
 }
 
-/// A `dispatch_queue_attr_t`, packed into 13 bits. C handles are addresses inside a
-/// static 8 KiB table (`QueueAttributes.table + rawValue`), so every combination has one
-/// stable pointer and nothing is allocated per call; `DISPATCH_QUEUE_SERIAL` is NULL and
-/// `DISPATCH_QUEUE_CONCURRENT` is `&_dispatch_queue_attr_concurrent`.
+/// A queue's attributes (`dispatch_queue_attr_t`), packed into 13 bits. (The C ABI turns
+/// each combination into a stable pointer of its own: GrandCentralExports/Handles.swift.)
 ///
 /// ```
 /// bit 0      concurrent
@@ -40,12 +38,6 @@ enum QoSLevel: UInt32 {
 /// ```
 struct QueueAttributes: Equatable {
     var rawValue: Int
-
-    nonisolated(unsafe) static let table: UnsafeMutablePointer<UInt8> = {
-        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 1 << 13)
-        t.initialize(repeating: 0, count: 1 << 13)
-        return t
-    }()
 
     static let qosOrder: [QoSLevel] = [.unspecified, .maintenance, .background, .utility, .default, .userInitiated, .userInteractive]
 
@@ -78,21 +70,5 @@ struct QueueAttributes: Equatable {
     var autoreleaseFrequency: Int {
         get { (rawValue >> 11) & 3 }
         set { rawValue = (rawValue & ~(3 << 11)) | ((newValue & 3) << 11) }
-    }
-
-    /// The C handle of these attributes.
-    var handle: UnsafeMutableRawPointer? {
-        if rawValue == 0 { return nil }
-        if rawValue == 1, let symbol = gc_attr_concurrent_symbol() { return symbol }
-        return UnsafeMutableRawPointer(Self.table + rawValue)
-    }
-
-    /// Decodes a C handle; nil for a pointer that is not an attribute.
-    static func from(handle: UnsafeRawPointer?) -> QueueAttributes? {
-        guard let handle else { return .serial }
-        if handle == UnsafeRawPointer(gc_attr_concurrent_symbol()) { return .concurrent }
-        let offset = handle - UnsafeRawPointer(table)
-        guard offset >= 0 && offset < (1 << 13) else { return nil }
-        return QueueAttributes(rawValue: offset)
     }
 }

@@ -7,6 +7,10 @@ extension DispatchQueue {
     /// `dispatch_suspend`: new items are held back; the running one finishes.
     final func suspendQueue() {
         if isGlobal { return }
+        // sequentiallyConsistent: ordered before the suspender's later pushes (their tail
+        // exchange), so a drain's check after its pop (drainSerial) and `wakeup`'s load see
+        // it; and against a source's merge (its PENDING store) read by the source drain's
+        // `targetChainIsSuspended`.
         state.wrappingAdd(QueueState.suspendUnit, ordering: .sequentiallyConsistent)
     }
 
@@ -24,6 +28,9 @@ extension DispatchQueue {
                 }
                 clientBug(caller, "over-resume of an object that is not suspended")
             }
+            // sequentiallyConsistent: the resume, then `wakeup`'s load of ENQUEUED, against a
+            // drain's unlock CAS, then its recheck of the suspend count (tryUnlockDrain): one
+            // of the two sees the other, so a queue resumed with items is drained.
             let (done, now) = state.weakCompareExchange(expected: s, desired: s - QueueState.suspendUnit,
                                                         ordering: .sequentiallyConsistent)
             if done { break }
@@ -35,6 +42,7 @@ extension DispatchQueue {
     /// `dispatch_activate`: an inactive queue starts running; a no-op on an active one.
     final func activateQueue() {
         if isGlobal { return }
+        // sequentiallyConsistent: pairs with tryUnlockDrain's recheck, as the resume does.
         let old = state.bitwiseAnd(~QueueState.inactive, ordering: .sequentiallyConsistent).oldValue
         if old & QueueState.inactive != 0 { wakeup() }
     }
@@ -52,6 +60,9 @@ extension DispatchQueue {
             ancestor = a.targetQueue
         }
         let bits = UInt(bitPattern: Unmanaged.passRetained(target).toOpaque())
+        // Releasing: pairs with the acquiring loads of `targetBits` (`unmanagedTarget`,
+        // `targetQueue`), which then see the new target's retain. Acquiring: pairs with the
+        // previous exchange's release, so the old value's retain is ours to park.
         let old = targetBits.exchange(bits, ordering: .acquiringAndReleasing)
         if old != 0 {
             let previous = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).takeRetainedValue()
@@ -74,12 +85,16 @@ extension DispatchQueue {
         // As in libdispatch, the change is a barrier: it takes effect when nothing
         // submitted before it is running, so a drain never sees the width change under
         // items in flight.
+        // Releasing: pairs with the acquiring loads in `drain` and `syncRelease`. A drain
+        // that misses it still runs the barrier below in serial mode, which is exclusive.
         usesWidth.store(true, ordering: .releasing)
         let change = Unmanaged.passRetained(WidthChange(queue: self, width: w)).toOpaque()
         enqueue(setWidthTrampoline, change, .barrier)
     }
 
     final func checkReleasable() {
+        // Acquiring: pairs with the suspend/resume/activate RMWs (sequentially consistent)
+        // that the releasing client made before it; only their counts are read.
         let s = QueueState(state.load(ordering: .acquiring))
         if s.isInactive { clientBug("dispatch_release", "release of an inactive object") }
         if s.suspendCount > 0 { clientBug("dispatch_release", "release of a suspended object") }
@@ -122,5 +137,9 @@ private final class WidthChange {
 /// Runs as a barrier on the queue whose width changes.
 private let setWidthTrampoline: DispatchFunction = { context in
     let change = Unmanaged<WidthChange>.fromOpaque(context!).takeRetainedValue()
+    // Releasing, though every reader loads `width` relaxed: what orders this store before
+    // their loads is the drain lock this barrier runs under. The drain gives it up with
+    // tryUnlockDrain's CAS on `state`; the next drain, and a sync caller's
+    // `trySyncAcquire`, read `state` (acquiring or stronger) before they read the width.
     change.queue.width.store(change.width, ordering: .releasing)
 }

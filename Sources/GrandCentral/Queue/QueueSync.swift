@@ -52,7 +52,7 @@ enum SyncWaiter {
 
     /// The word's values: 0 while the caller waits; `released` when it may go on (its
     /// function ran, or the queue is handed to it); `lent` when a drainer lends it its
-    /// levels to run the function under (`SyncLoan`, in the node's `waiter`).
+    /// levels to run the function under (`SyncLoan`, in the node's `slot.sync_loan`).
     static let released: UInt32 = 1
     static let lent: UInt32 = 2
 
@@ -76,15 +76,15 @@ enum SyncWaiter {
             let node = buffer.baseAddress!
             node.initialize(to: gc_continuation_t(next: nil, function: function, context: context,
                                                   flags: flags.rawValue, group: nil, owner: nil,
-                                                  waiter: nil, waiter_word: 0))
+                                                  slot: gc_continuation_slot_t(), waiter_word: 0))
             let w = word(of: node)
             queue.push(node)
             BlockingRegion.enter()
             while gc_word_load(w) == 0 { _ = gc_futex_wait(w, 0, -1) }
             BlockingRegion.leave()
-            // The waker stored `waiter` before the word (gc_word_store releases, gc_word_load
-            // acquires).
-            return gc_word_load(w) == lent ? node.pointee.waiter : nil
+            // The waker stored `slot.sync_loan` before the word (gc_word_store releases,
+            // gc_word_load acquires).
+            return gc_word_load(w) == lent ? node.pointee.slot.sync_loan : nil
         }
     }
 }
@@ -120,7 +120,7 @@ struct SyncLoan {
         }
         var loan = SyncLoan(frames: gc_held_top())
         withUnsafeMutablePointer(to: &loan) { pointer in
-            node.pointee.waiter = UnsafeMutableRawPointer(pointer)
+            node.pointee.slot.sync_loan = UnsafeMutableRawPointer(pointer)
             let w = UnsafeMutableRawPointer(pointer).advanced(by: MemoryLayout<SyncLoan>.offset(of: \.done)!)
                 .assumingMemoryBound(to: UInt32.self)
             SyncWaiter.wake(node, SyncWaiter.lent)
@@ -171,6 +171,11 @@ extension DispatchQueue {
     /// the file). `exclusive`: the drain lock; otherwise one unit of width.
     @inline(__always)
     final func trySyncAcquire(exclusive: Bool) -> Bool {
+        // sequentiallyConsistent, the load and the CAS: a taken queue is given back by
+        // `syncRelease` → tryUnlockDrain (clear ENQUEUED, then look at the list), which is
+        // one side of the Dekker pair with a producer's push (tail exchange) and then its
+        // `wakeup` load of ENQUEUED; and a successful CAS acquires the last drain's unlock
+        // CAS, so the items that drain ran happen before this caller's function.
         var s = state.load(ordering: .sequentiallyConsistent)
         let limit = UInt64(width.load(ordering: .relaxed))
         while true {
@@ -224,6 +229,9 @@ extension DispatchQueue {
                 // must not need a worker thread (they may all be parked in such syncs).
                 // Anything else goes back to the drain we schedule (`pendingHead`, taken
                 // first by drainSerial and drainConcurrent).
+                // usesWidth acquiring: pairs with setWidth's releasing store. The state load
+                // is sequentially consistent like the drain's post-pop check, against a
+                // suspender's RMW (QueueLifecycle) then its push.
                 if !usesWidth.load(ordering: .acquiring),
                    !QueueState(state.load(ordering: .sequentiallyConsistent)).isSuspended,
                    let node = items.pop() {
@@ -237,6 +245,9 @@ extension DispatchQueue {
                         SyncWaiter.wake(node)
                         return
                     }
+                    // Releasing: pairs with popSerial's/drainConcurrent's acquiring load of
+                    // `pendingHead` in the drain scheduled below (the push of its drain
+                    // node orders it too).
                     pendingHead.store(UInt(bitPattern: node), ordering: .releasing)
                 }
                 scheduleDrain(retain: true)

@@ -8,8 +8,8 @@ import Synchronization
 /// Which root a queue targets, as in libdispatch: serial queues (`dispatch_queue_create`
 /// with a serial or NULL attribute) and the main queue target the overcommit root of their
 /// QoS; concurrent queues and `dispatch_get_global_queue(qos, 0)` the non-overcommit one;
-/// `DISPATCH_QUEUE_OVERCOMMIT` (0x2) and `dispatch_queue_attr_make_with_overcommit`
-/// choose explicitly. The two flavours differ only in how the pool gives them threads
+/// `DISPATCH_QUEUE_OVERCOMMIT` (decoded by the C ABI into `overcommit`) and
+/// `dispatch_queue_attr_make_with_overcommit` choose explicitly. The two flavours differ only in how the pool gives them threads
 /// (see `ThreadPool`): an overcommit root's waiting item gets a thread of its own within
 /// milliseconds whenever no worker is idle; a non-overcommit root keeps about one running
 /// thread per CPU.
@@ -65,9 +65,9 @@ enum RootQueues {
 
     static let defaultQueue: DispatchQueue = queue(qos: .default, overcommit: false)
 
-    /// `dispatch_get_global_queue`'s identifier: a QoS class or a legacy priority.
-    static func queue(identifier: Int, flags: UInt) -> DispatchQueue? {
-        let overcommit = flags & 0x2 != 0
+    /// `dispatch_get_global_queue`'s identifier: a QoS class or a legacy priority; nil for
+    /// any other value.
+    static func queue(identifier: Int, overcommit: Bool) -> DispatchQueue? {
         let qos: QoSLevel
         switch identifier {
         case 2: qos = .userInitiated                     // DISPATCH_QUEUE_PRIORITY_HIGH

@@ -18,9 +18,12 @@ struct ContinuationFlags: OptionSet {
     static let syncWaiter = ContinuationFlags(rawValue: 1 << 1)
     /// `context` is a queue whose drain this node schedules (a queue's wakeup on its target).
     static let drainQueue = ContinuationFlags(rawValue: 1 << 2)
-    /// `group` is a DispatchGroup (retained) to leave after the function returns.
+    /// `group` is a DispatchGroup to leave after the function returns. Unretained: the
+    /// submitter entered the group first, and a group holds a reference to itself while
+    /// its count is non-zero.
     static let groupMember = ContinuationFlags(rawValue: 1 << 3)
-    /// `owner` is a concurrent queue (retained) whose width this item holds while it runs.
+    /// `owner` is a concurrent queue whose width this item holds while it runs. Unretained:
+    /// a concurrent queue holds a reference to itself while it has width in use.
     static let redirected = ContinuationFlags(rawValue: 1 << 4)
     /// A `dispatch_sync` caller parked on `waiter_word`, waiting for its turn on the queue.
     /// The drain never runs it: it hands the caller the queue (the drain lock when the node
@@ -95,7 +98,7 @@ enum ContinuationCache {
         node.pointee.flags = flags.rawValue
         node.pointee.group = nil
         node.pointee.owner = nil
-        node.pointee.waiter = nil
+        node.pointee.slot.after_queue = nil
         node.pointee.waiter_word = 0
         return node
     }
@@ -103,7 +106,7 @@ enum ContinuationCache {
 
 /// Full batches of `ContinuationCache.limit` free continuations, shared by all threads.
 /// A batch is a chain through `next`; batches are chained through their first node's
-/// `waiter` field. Guarded by `lock`. At most `maximumBatches` are kept; beyond that a
+/// `slot.next_batch`. Guarded by `lock`. At most `maximumBatches` are kept; beyond that a
 /// batch goes back to malloc.
 final class ContinuationDepot: @unchecked Sendable {
     static let shared = ContinuationDepot()
@@ -116,7 +119,7 @@ final class ContinuationDepot: @unchecked Sendable {
     func give(_ batch: Continuation) {
         let kept: Bool = lock.withLock {
             if count >= Self.maximumBatches { return false }
-            batch.pointee.waiter = UnsafeMutableRawPointer(batches)
+            batch.pointee.slot.next_batch = batches
             batches = batch
             count += 1
             return true
@@ -133,7 +136,7 @@ final class ContinuationDepot: @unchecked Sendable {
     func take() -> Continuation? {
         lock.withLock {
             guard let batch = batches else { return nil }
-            batches = batch.pointee.waiter?.assumingMemoryBound(to: gc_continuation_t.self)
+            batches = batch.pointee.slot.next_batch
             count -= 1
             return batch
         }

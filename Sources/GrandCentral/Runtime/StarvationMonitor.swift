@@ -151,6 +151,8 @@ final class StarvationMonitor: @unchecked Sendable {
     /// A producer found no idle worker and could not start one.
     @inline(__always)
     func poke() {
+        // `parked` seq-cst: the producer's push (its seq-cst tail exchange), then this load,
+        // against `sleepUntilPoked`'s exchange of `parked`, then its look for work (Dekker).
         if started.load(ordering: .relaxed) && gc_word_load_seq_cst(parked) == 0 { return }
         pokeSlow()
     }
@@ -158,6 +160,8 @@ final class StarvationMonitor: @unchecked Sendable {
     @inline(never)
     func pokeSlow() {
         if !started.load(ordering: .relaxed) {
+            // acquiringAndReleasing: one poker wins the start; pairs with the releasing
+            // store below of a failed start (and the next winner's exchange).
             if !started.exchange(true, ordering: .acquiringAndReleasing) {
                 // The event thread before the monitor (it serves timers, and runs the work
                 // while no worker can start); a failed start is retried by the next poke.
@@ -168,6 +172,8 @@ final class StarvationMonitor: @unchecked Sendable {
             }
             return
         }
+        // Seq-cst load, then a CAS that ends a sleep (1) or a doze (2): pairs with the
+        // monitor's exchanges of `parked` (`sleepUntilPoked`, `run`'s doze).
         let word = gc_word_load_seq_cst(parked)
         if word != 0 && gc_word_cas(parked, word, 0) {
             gc_futex_wake(parked, 1)
@@ -191,9 +197,11 @@ final class StarvationMonitor: @unchecked Sendable {
         _ = gc_word_exchange_seq_cst(parked, 1)
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         let busy = pool.snapshotWorkers().contains { $0.busy.load(ordering: .relaxed) }
+        // `idle` seq-cst: pairs with a worker's seq-cst increment when it parks (ThreadPool).
         if !busy && !(pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0) {
             while gc_word_load_seq_cst(parked) == 1 { _ = gc_futex_wait(parked, 1, -1) }
         } else {
+            // Releasing: pairs with `poke`'s load; a poker that reads 0 knows the monitor ticks.
             gc_word_store(parked, 0)
         }
     }
@@ -234,8 +242,10 @@ final class StarvationMonitor: @unchecked Sendable {
             // One tick: `parked` is 0 while the monitor is active (2 while it dozes), so this
             // sleeps until the timeout (FUTEX_WAIT returns at once only when the word differs,
             // and when a poke changed it).
+            // Seq-cst: pairs with a poker's CAS 2 → 0 (`pokeSlow`).
             let dozing = gc_word_load_seq_cst(parked) == 2
             _ = gc_futex_wait(parked, dozing ? 2 : 0, dozing ? namingTick : tick)
+            // `idle` seq-cst: pairs with the workers' RMWs of it when they park and leave idle.
             let starving = pool.hasWork() && pool.idle.load(ordering: .sequentiallyConsistent) == 0
             let anyBusy = nameWorkers(pool)
             if !starving {
@@ -259,7 +269,7 @@ final class StarvationMonitor: @unchecked Sendable {
                 }
                 continue
             }
-            if dozing { gc_word_store(parked, 0) }
+            if dozing { gc_word_store(parked, 0) }  // releasing: pairs with `poke`'s load, as above
             quietTicks = 0
             favorRootWaitingBehind(pool)
             let overcommitPops = RootQueues.overcommitPops()

@@ -6,13 +6,15 @@ import Synchronization
 //
 // A source is a queue-like object. It has a target queue, a state word (`SourceState`:
 // inactive, suspended, drain lock, pending event, cancelled, ...) and an atomic data word
-// (`pendingData`), and it is drained the way a queue is: whoever makes it runnable sets its
-// drain lock (ENQUEUED) and schedules one drain node on the target; the drain runs there,
-// asks "is there work?" (`SourceState.hasWork`) and runs it (the registration handler, the
-// event handler with the data merged so far, or the cancel handler), then gives the lock
-// back with the same clear-then-recheck as a queue (`tryUnlockDrain`). So handlers run on
-// the target queue, never on the event thread; with a serial target they are serialized
-// with the queue's other items; and one drain at a time means the event handler never runs
+// (`pendingData`), and it is drained by the same drain as a queue (`DrainedObject`,
+// QueueDrain.swift): whoever makes it runnable sets its drain lock (ENQUEUED,
+// `DrainLock.take`) and schedules one drain node on the target; the drain runs there under
+// a `DrainBudget`, asks "is there work?" (`SourceState.hasWork`) and runs it (the
+// registration handler, the event handler with the data merged so far, or the cancel
+// handler), then gives the lock back with the same clear-then-recheck as a queue
+// (`DrainLock.giveBack`) and ends through the same `finishDrain`. So handlers run on the
+// target queue, never on the event thread; with a serial target they are serialized with
+// the queue's other items; and one drain at a time means the event handler never runs
 // concurrently with itself.
 //
 // Where events come from is the source's kind, behind one interface (`SourceMonitor`):
@@ -74,13 +76,6 @@ enum StoredHandler {
     }
 }
 
-/// Which handler a setter sets.
-enum SourceHandlerKind: Int {
-    case event = 0
-    case cancel = 1
-    case registration = 2
-}
-
 /// The engine's source. See the file comment.
 ///
 /// Who may touch what:
@@ -129,7 +124,8 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     private var cancelHandler = StoredHandler.none
     private var registrationHandler = StoredHandler.none
 
-    /// Event handler calls a drain makes before it yields its thread back to the target.
+    /// Event handler calls a drain makes before it yields its thread back to the target
+    /// (`DrainBudget`).
     static let drainBudget = 16
 
     init(type: SourceType, handle: UInt, mask: UInt, target: DispatchQueue) {
@@ -494,50 +490,44 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         if s & SourceState.enqueued == 0 && SourceState(s).hasWork { wakeup() }
     }
 
-    // MARK: The drain
+    // MARK: The drain (DrainedObject, QueueDrain.swift)
 
-    /// Schedules a drain if the source has work and none is scheduled.
+    /// Schedules a drain if the source has work and none is scheduled. WAITING is set with
+    /// the lock: the node is not running yet.
     func wakeup() {
-        var s = state.load(ordering: .sequentiallyConsistent)
-        while true {
-            let q = SourceState(s)
-            if q.has(SourceState.enqueued) || !q.hasWork { return }
-            let (done, now) = state.weakCompareExchange(expected: s, desired: s | SourceState.enqueued | SourceState.waiting,
-                                                        ordering: .sequentiallyConsistent)
-            if done { break }
-            s = now
+        if DrainLock.take(state, lock: SourceState.enqueued, also: SourceState.waiting,
+                          when: { SourceState($0).hasWork }) {
+            scheduleDrain(retain: true)
         }
-        scheduleDrain()
     }
 
-    /// The caller owns ENQUEUED: puts one drain node on the target, carrying one retain of
-    /// this core.
-    private func scheduleDrain() {
-        let raw = Unmanaged.passRetained(self).toOpaque()
-        let bits = targetBits.load(ordering: .acquiring)
+    /// The caller owns ENQUEUED (and WAITING is set): puts one drain node on the current
+    /// target and records which queue that is. A waker need not hold a reference of its
+    /// own (the event thread merges through its registration), so the target is always
+    /// held across the push.
+    func scheduleDrain(retain: Bool) {
+        let bits = targetBits.load(ordering: .acquiring)  // pairs with setTarget's exchange
         drainQueueBits = bits
-        let target = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
-        // Held across the push: this core (and its hold on the target) may go away once
-        // the drain node is visible.
-        let held = target.retain()
-        held._withUnsafeGuaranteedRef { $0.enqueue(sourceDrainTrampoline, raw) }
-        held.release()
+        pushDrainNode(onto: Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!),
+                      retain: retain, callerHoldsObject: false)
     }
 
-    /// Runs on the target queue; owns ENQUEUED and one retain of the core.
+    /// The source's drain (the per-kind hook); runs on the target queue with ENQUEUED and
+    /// one retain of the core.
     ///
     /// No handler starts while the target, or a queue above it in its target chain, is
     /// suspended: before each handler the drain looks up the chain (`targetChainIsSuspended`)
-    /// and, if one is suspended, keeps the lock and the retain and puts its node back on the
-    /// target (`park`). Events that arrive meanwhile only merge into `pendingData` (ENQUEUED
-    /// is held, so they schedule nothing), and the node delivers them all at once when it
-    /// runs again, after the resume. Checking once when the drain starts would not do: a
-    /// handler may suspend its own target, and the drain runs up to `drainBudget` handlers.
-    fileprivate func drain() {
+    /// and, if one is suspended, yields: keeps the lock and the retain and puts its node back
+    /// on the target (`yieldDrain`, then `finishDrain`). Events that arrive meanwhile only
+    /// merge into `pendingData` (ENQUEUED is held, so they schedule nothing), and the node
+    /// delivers them all at once when it runs again, after the resume. Checking once when the
+    /// drain starts would not do: a handler may suspend its own target, and the drain runs up
+    /// to `drainBudget` handlers.
+    func drainWork() -> DrainOutcome {
         // Running now: from here until the node is parked again or the lock is given back,
         // only this drain completes a cancellation (`SourceState`, WAITING).
         state.bitwiseAnd(~SourceState.waiting, ordering: .sequentiallyConsistent)
-        var budget = SourceCore.drainBudget
+        var budget = DrainBudget(SourceCore.drainBudget)
         while true {
             while true {
                 let s = SourceState(state.load(ordering: .acquiring))
@@ -545,7 +535,9 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
                 // After the load of the state: an event merged after a dispatch_suspend
                 // returned was seen through PENDING, whose seq-cst store follows the suspend
                 // in the merger's order, so this load sees the suspension.
-                if targetChainIsSuspended() || targetBits.load(ordering: .acquiring) != drainQueueBits { return park() }
+                if targetChainIsSuspended() || targetBits.load(ordering: .acquiring) != drainQueueBits {
+                    return yieldDrain()
+                }
                 if s.has(SourceState.registration) {
                     state.bitwiseAnd(~SourceState.registration, ordering: .sequentiallyConsistent)
                     if !s.has(SourceState.cancelled) { invoke(handler(.registration)) }
@@ -567,15 +559,12 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
                 deliveredData.store(data, ordering: .releasing)
                 invoke(handler(.event))
                 monitor.eventHandlerDidReturn(self)
-                budget -= 1
-                if budget == 0 && SourceState(state.load(ordering: .relaxed)).hasWork {
-                    // Yield: keep the lock and the retain, go to the back of the target's line.
-                    return park()
+                if budget.spend(workRemains: { SourceState(state.load(ordering: .relaxed)).hasWork }) {
+                    return yieldDrain()
                 }
             }
-            if tryUnlockDrain() { break }
+            if tryUnlockDrain() { return .unlocked }
         }
-        Unmanaged.passUnretained(self).release()
     }
 
     /// Whether the target queue or a queue above it is suspended (or inactive). Every queue
@@ -584,6 +573,8 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         var queue = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: targetBits.load(ordering: .acquiring))!)
         while true {
             let (suspended, next) = queue._withUnsafeGuaranteedRef {
+                // Seq-cst: pairs with a suspender's seq-cst RMW (suspendQueue), against a
+                // merger's PENDING store (see the check in drainWork).
                 (QueueState($0.state.load(ordering: .sequentiallyConsistent)).isSuspended, $0.unmanagedTarget)
             }
             if suspended { return true }
@@ -592,38 +583,28 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         }
     }
 
-    /// Puts the drain's node back on the target, keeping the lock and the retain: the
-    /// drain continues when the target runs it again. A suspended target keeps the node
-    /// until its resume. When only a queue above the target is suspended, the target's
+    /// Before the drain returns `.yielded` (its node goes back on the target, keeping the
+    /// lock and the retain, `finishDrain` → `scheduleDrain`): marks the lock WAITING. The
+    /// drain continues when the target runs the node again. A suspended target keeps the
+    /// node until its resume. When only a queue above the target is suspended, the target's
     /// running drain may pop the node again at once; each such pop costs a state load per
     /// level, and the target's drain yields to its own (suspended) target within its budget,
     /// where the node then waits.
-    private func park() {
+    private func yieldDrain() -> DrainOutcome {
         // Before the push: once the node is visible it may run (and clear WAITING) at once.
         // From here on this drain reads neither the handlers nor the state word.
         state.bitwiseOr(SourceState.waiting, ordering: .sequentiallyConsistent)
-        let raw = Unmanaged.passUnretained(self).toOpaque()
-        let bits = targetBits.load(ordering: .acquiring)
-        drainQueueBits = bits
-        // The core's hold on the target (or retiredTargets) keeps it alive across the push.
-        Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
-            ._withUnsafeGuaranteedRef { $0.enqueue(sourceDrainTrampoline, raw) }
+        return .yielded
     }
 
-    /// Clears ENQUEUED; returns false (the lock taken back) when work arrived meanwhile.
-    /// Every bit that makes work is set by an atomic on this same word, so the CAS that
-    /// clears the lock either sees it (and keeps the lock) or happens before it (and the
-    /// setter's wakeup schedules a new drain).
+    /// Gives up the drain lock (`DrainLock.giveBack`); returns false (the lock kept) when
+    /// work arrived meanwhile. Every bit that makes work is set by an atomic on this same
+    /// word, so the CAS that clears the lock either sees it (and keeps the lock) or happens
+    /// before it (and the setter's wakeup schedules a new drain): nothing to look for
+    /// elsewhere.
     private func tryUnlockDrain() -> Bool {
-        var s = state.load(ordering: .relaxed)
-        while true {
-            let keep = SourceState(s).hasWork
-            let desired = keep ? s : s & ~SourceState.enqueued
-            if keep { return false }
-            let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .sequentiallyConsistent)
-            if done { return true }
-            s = now
-        }
+        DrainLock.giveBack(state, lock: SourceState.enqueued, keepFor: { SourceState($0).hasWork },
+                           workElsewhere: { false }, mayRetake: { _ in false })
     }
 
     // MARK: Description
@@ -646,6 +627,11 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
             ("target", DispatchObject.quoted(target.labelString)),
         ])
     }
+}
+
+extension SourceCore: DrainedObject {
+    static var drainNodeFunction: DispatchFunction { sourceDrainTrampoline }
+    static var drainNodeFlags: ContinuationFlags { [] }
 }
 
 /// Runs a scheduled source drain; `context` is the core, carrying the drain's retain.

@@ -24,10 +24,11 @@
 ///   by the drain that runs it).
 /// - `STARTED` (bit 7): the monitor was started (activation happened); `stop` is owed.
 /// - `WAITING` (bit 8): ENQUEUED is held by a drain node that sits on a queue and is not
-///   running: set with ENQUEUED by `wakeup`, and again by `park` before it pushes the node;
-///   cleared (an atomic and) by the drain first thing when its node runs. While it is set
-///   the lock's owner runs no code that reads the handlers, the data or this word, so
-///   `dispatch_source_cancel_and_wait` may complete a cancellation in the drain's place:
+///   running: set with ENQUEUED by `wakeup`, and again by a yielding drain (`yieldDrain`)
+///   before its node is pushed back; cleared (an atomic and) by the drain first thing when
+///   its node runs. While it is set the lock's owner runs no code that reads the handlers,
+///   the data or this word, so `dispatch_source_cancel_and_wait` may complete a
+///   cancellation in the drain's place:
 ///   with CANCELLED and STOPPED set and CANCEL_DONE clear, a CAS that expects WAITING (or
 ///   no ENQUEUED at all) sets CANCEL_DONE and clears REGISTRATION. Both the CAS and the
 ///   drain's clear are read-modify-writes of this word, so exactly one of them comes first:

@@ -1,3 +1,4 @@
+import CGrandCentral
 import Glibc
 
 /// The kinds of source (`dispatch_source_type_t`), what handle and mask each accepts, and
@@ -14,12 +15,17 @@ import Glibc
 /// within EXIT | FORK | EXEC | SIGNAL; vnode sources a descriptor and a mask within the
 /// DISPATCH_VNODE_* bits; interval sources an interval of at least 1 and a mask within
 /// STRICT | DISPATCH_INTERVAL_UI_ANIMATION.
-enum SourceType: Int, Sendable {
-    case dataAdd = 0, dataOr, dataReplace, read, write, signal, timer, process, vnode
-    /// libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL (IntervalSource.swift): a timer
-    /// every `handle` milliseconds (or 1/60 s frames), phase-aligned on the uptime clock.
-    case interval
+///
+/// The cases (`.dataAdd`, `.dataOr`, `.dataReplace`, `.read`, `.write`, `.signal`, `.timer`,
+/// `.process`, `.vnode`, `.interval`: libdispatch's private DISPATCH_SOURCE_TYPE_INTERVAL, a
+/// timer every `handle` milliseconds or 1/60 s frames, phase-aligned on the uptime clock)
+/// and their numbers are CGrandCentralKinds.h's, shared with the C shims.
+typealias SourceType = gc_source_kind_t
 
+/// Which handler a setter sets (`.event`, `.cancel`, `.registration`; CGrandCentralKinds.h).
+typealias SourceHandlerKind = gc_source_handler_kind_t
+
+extension SourceType {
     var name: String {
         switch self {
         case .dataAdd: return "data-add"

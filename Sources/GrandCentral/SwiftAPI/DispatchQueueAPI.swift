@@ -139,6 +139,7 @@ extension DispatchQueue {
         if let group {
             group.enter()
             let node = ContinuationCache.make(function, context, flags.union(.groupMember))
+            // Unretained: the enter above holds the group's self-reference until the node's leave.
             node.pointee.group = Unmanaged.passUnretained(group).toOpaque()
             push(node)
         } else {
