@@ -102,6 +102,10 @@ import Synchronization
 ///   lock only if workers take items from the root in batches, and a batch a worker holds
 ///   where the monitor cannot see it breaks the rules above: 200 items that each usleep
 ///   20 ms, taken 8 at a time, would sleep 8 in a row on one thread (the sleepers row).
+///   The row's yardstick is not a queue discipline either: libgomp runs a task at once on
+///   the creating thread while many are queued (task throttling), and in 2 of 3 runs here
+///   0.96-1.05 million of the 1.1 million tasks (warm-up included) ran on the creating
+///   thread; `dispatch_async_f` cannot run its function on its caller's thread.
 /// - The Swift task group (the drop-in's row): GrandCentral's code is 4% of its CPU
 ///   samples (libdispatch's, 7% of the same binary's); the kernel is 53% (page faults and
 ///   mprotect as malloc's per-thread arenas grow and shrink: children are allocated on one
