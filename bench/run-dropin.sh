@@ -6,10 +6,12 @@
 # first; each row shows each side's best run (lowest time) and GrandCentral's as a ratio of
 # libdispatch's (below 1.0 is faster). The table also goes to bench/out/dropin.txt.
 #
-#   bench/run-dropin.sh [--quick] [--reps N]
+#   bench/run-dropin.sh [--quick] [--reps N] [--only CASE[,CASE…]]
 #
 #   --quick    one run per library, each case at a tenth of its size
 #   --reps N   N runs per library (default 5)
+#   --only     run only the named cases: taskgroup, actor, sleep, asynclet, continuation,
+#              asyncsync, sync, perform, group
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,6 +23,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --quick) reps=1; args+=(--quick) ;;
         --reps) reps=$2; shift ;;
+        --only) args+=(--only "$2"); shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench/run-dropin.sh: unknown option $1 (try --help)" >&2; exit 64 ;;
     esac

@@ -17,7 +17,8 @@
 #   --quick    one repetition per case instead of five
 #   --reps N   N repetitions per case
 #   --median   show the median repetition in every row
-#   --only     run only the named cases (names: bench/out/bench-libdispatch --list)
+#   --only     run only the named cases (names: bench/out/bench-libdispatch --list, and
+#              fanout_openmp: the fan-out against OpenMP tasks, bench/fanout-openmp.c)
 #   --strict   exit non-zero when a target is missed (by default only when a measurement
 #              could not be taken: a crash, a timeout, a library that did not build)
 #
@@ -217,6 +218,44 @@ failed=0 missed=0
     echo "ratio GC/lib: 'speed' rows compare rates (above 1 = GrandCentral faster); 'time' rows compare"
     echo "costs (below 1 = GrandCentral cheaper). 'GC' targets apply to GrandCentral's own number."
 } >"$out/latest.txt"
+
+# --- against OpenMP ------------------------------------------------------------------
+# The fan-out against what a C programmer would pick instead of dispatch: 1M tiny OpenMP
+# tasks and a taskwait (bench/fanout-openmp.c, gcc -fopenmp, libgomp) beside GrandCentral's
+# group_async case (the same work) as ns per task, alternating, best of the repetitions.
+# Skipped when gcc cannot build OpenMP, or when --only does not name fanout_openmp.
+if selected fanout_openmp && [ $gc_ok = 1 ]; then
+    omp_bin=$out/fanout-openmp
+    if ${OMP_CC:-gcc} -O2 -fopenmp "$here/fanout-openmp.c" -o "$omp_bin" 2>>"$out/errors.log"; then
+        omp_values=() fan_values=()
+        for ((r = 1; r <= reps; r++)); do
+            v=$(timeout 60 "$omp_bin" 2>>"$out/errors.log") && [[ $v =~ ^[0-9.]+$ ]] || v=FAIL
+            omp_values+=("$v")
+            v=$(measure "$gc_bin" group_async)
+            [ "$v" = FAIL ] || v=$(awk -v r="$v" 'BEGIN { printf "%.4f", (r > 0) ? 1000 / r : 0 }')
+            fan_values+=("$v")
+        done
+        echo "bench: fanout_openmp  OpenMP ${omp_values[*]}  GrandCentral ${fan_values[*]}" >&2
+        omp=$(summarize time "$statistic" "${omp_values[@]}")
+        fan=$(summarize time "$statistic" "${fan_values[@]}")
+        {
+            echo
+            echo "Against OpenMP (gcc -fopenmp, libgomp, the same $(nproc) CPUs)"
+            printf '%-54s %-9s %12s %13s %13s  %-13s %s\n' "case" "unit" "OpenMP" "GrandCentral" "ratio GC/OMP" "target" "met"
+            if [ "$omp" = FAIL ] || [ "$fan" = FAIL ]; then
+                ratio=- met=FAILED failed=1
+            else
+                read -r ratio met < <(awk -v o="$omp" -v g="$fan" 'BEGIN { r = (o > 0) ? g / o : 0
+                    r = sprintf("%.2f", r) + 0; printf "%.2f %s\n", r, (r <= 1.0) ? "yes" : "no" }')
+                [ "$met" = no ] && missed=1
+            fi
+            printf '%-54s %-9s %12s %13s %13s  %-13s %s\n' "1M tiny tasks fan-out + wait (GC: group_async)" "ns/task" \
+                "$(number "$omp")" "$(number "$fan")" "$ratio time" "ratio <= 1.0" "$met"
+        } >>"$out/latest.txt"
+    else
+        echo "bench: no OpenMP compiler (gcc -fopenmp); the fan-out row against OpenMP is left out" >&2
+    fi
+fi
 cat "$out/latest.txt"
 
 if [ $gc_ok = 0 ]; then

@@ -7,7 +7,9 @@
 //   sleep) are replaced, so work behind them runs;
 // - dispatch_queue_set_width(q, 3) runs 3 items at once;
 // - worker threads never number more than the limit (GRANDCENTRAL_THREAD_LIMIT), and at
-//   the limit work waits, it is not dropped.
+//   the limit work waits, it is not dropped;
+// - a worker spinning for work takes what is handed to it (no hand-off is lost), and an
+//   idle pool uses no CPU.
 //
 // Each section runs in a fresh process (this program re-executes itself with the
 // section's name), so that threads one section created do not help the next, and so the
@@ -306,6 +308,81 @@ static void section_no_snowball(void) {
 #endif
 }
 
+// A worker that runs out of work spins a few microseconds before it parks, and a producer
+// that sees a spinner wakes no one: the spinner must take the item. Items are handed over
+// one at a time with the gap between them swept across the spin window (0-60 us, busy
+// waits), from this thread onto a global queue and onto a serial queue, and from a worker
+// (each item submits the next after its gap): a lost hand-off leaves an item unrun and the
+// 5 s wait for it fails. 100,000 hand-offs in all.
+enum { HANDOFF_ROUNDS = 40000, HANDOFF_CHAIN = 20000 };
+static dispatch_semaphore_t handoff_done;
+static atomic_long handoff_chain_left;
+
+static uint64_t handoff_gap(long i) { return (uint64_t)(i % 13) * 5000; }
+
+static void handoff_item(void *context) {
+    (void)context;
+    dispatch_semaphore_signal(handoff_done);
+}
+
+static void handoff_chain_item(void *context) {
+    long left = atomic_fetch_sub(&handoff_chain_left, 1) - 1;
+    if (left == 0) {
+        dispatch_semaphore_signal(handoff_done);
+        return;
+    }
+    busy_wait_ns(handoff_gap(left));
+    dispatch_async_f(dispatch_get_global_queue(0, 0), context, handoff_chain_item);
+}
+
+static void section_spin_handoff(void) {
+    check_section("100,000 items handed over one at a time across the spin window: every one runs");
+    handoff_done = dispatch_semaphore_create(0);
+    dispatch_queue_t serial = dispatch_queue_create("pool.handoff", DISPATCH_QUEUE_SERIAL);
+    for (long i = 0; i < 2 * HANDOFF_ROUNDS; i++) {
+        busy_wait_ns(handoff_gap(i));
+        dispatch_async_f(i % 2 ? serial : dispatch_get_global_queue(0, 0), NULL, handoff_item);
+        long r = dispatch_semaphore_wait(handoff_done, dispatch_time(DISPATCH_TIME_NOW, 5000000000ll));
+        CHECKF(r == 0, "hand-off %ld (gap %llu ns) did not run within 5 s", i, (unsigned long long)handoff_gap(i));
+    }
+    atomic_store(&handoff_chain_left, HANDOFF_CHAIN);
+    dispatch_async_f(dispatch_get_global_queue(0, 0), NULL, handoff_chain_item);
+    long r = dispatch_semaphore_wait(handoff_done, dispatch_time(DISPATCH_TIME_NOW, 30000000000ll));
+    CHECKF(r == 0, "a chain of %d items submitted from workers stopped with %ld left", HANDOFF_CHAIN,
+           atomic_load(&handoff_chain_left));
+    dispatch_release(serial);
+}
+
+// Spinning is paid only by a process that runs work: once the work stops, the pool uses no
+// CPU (the monitor sleeps, workers park after their bounded spin). Measured as the
+// process's CPU time over 500 ms of idleness after a burst of work; the bound is generous
+// (50 ms, a tenth of the window) so a loaded machine cannot make it flaky, and a worker
+// that kept spinning would use nearly all of it.
+static atomic_long idle_burst_ran;
+static void idle_burst_item(void *context) { (void)context; atomic_fetch_add(&idle_burst_ran, 1); }
+
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void section_idle_after_work(void) {
+    check_section("after a burst of work, an idle pool uses no CPU");
+    dispatch_queue_t serial = dispatch_queue_create("pool.idle", DISPATCH_QUEUE_SERIAL);
+    for (long i = 0; i < 100000; i++) {
+        dispatch_async_f(i % 2 ? serial : dispatch_get_global_queue(0, 0), NULL, idle_burst_item);
+    }
+    WAIT_FOR_COUNT(&idle_burst_ran, 100000, 20.0);
+    sleep_ms(100);   // the monitor's quiet ticks, the workers' spins
+    uint64_t cpu0 = process_cpu_ns();
+    sleep_ms(500);
+    uint64_t used = process_cpu_ns() - cpu0;
+    printf("   %.2f ms of CPU in 500 idle ms\n", (double)used / 1e6);
+    CHECKF(used < 50000000ull, "the idle pool used %.1f ms of CPU in 500 ms", (double)used / 1e6);
+    dispatch_release(serial);
+}
+
 // MARK: - Driver
 
 static const check_process_section_t sections[] = {
@@ -316,6 +393,8 @@ static const check_process_section_t sections[] = {
     {"blocked-workers", section_blocked_workers_replaced, NULL},
     {"thread-limit", section_thread_limit, "8"},
     {"no-snowball", section_no_snowball, NULL},
+    {"spin-handoff", section_spin_handoff, NULL},
+    {"idle-after-work", section_idle_after_work, NULL},
 };
 enum { SECTION_COUNT = sizeof sections / sizeof sections[0] };
 

@@ -37,18 +37,86 @@ import Synchronization
 ///
 /// When a thread is added:
 /// - A producer that makes a root non-empty (`workAvailable`), or a worker that takes an
-///   item and sees more behind it (`moreWorkQueued`), wakes a parked worker if there is
-///   one, else starts a thread if fewer than `activeCPUs` workers are running (not counted
-///   as blocked), else pokes the monitor.
+///   item and sees more behind it (`moreWorkQueued`), does nothing if a worker is spinning
+///   (it takes the item), else wakes a parked worker if there is one, else starts a thread
+///   if fewer than `activeCPUs` workers are running (not counted as blocked), else pokes
+///   the monitor.
 /// - The monitor, every millisecond while work waits and no worker is idle, starts
 ///   threads for overcommit items when the overcommit roots have gone unserved for two
 ///   samples, replaces non-overcommit workers that are genuinely blocked or napping, and
 ///   favors a root left waiting behind higher ones (see `StarvationMonitor` for the rules
 ///   and why they do not snowball under lock convoys).
 ///
-/// When a thread is retired: a worker that finds no work spins briefly (`spinForWork`),
-/// then parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle
-/// process therefore ends with no workers and a sleeping monitor: no CPU at all.
+/// When a thread is retired: a worker that finds no work spins briefly (`spinForWork`:
+/// at most `maxSpinners` at once, for at most `spinBudget`, see "Spinning" below), then
+/// parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle process
+/// therefore ends with no workers and a sleeping monitor: no CPU at all.
+///
+/// Run queues: where work waits, and who may touch it. Work that has not started is in
+/// exactly one of two places: the item list of one of the twelve root queues, or an
+/// ordinary queue's own list, which the pool never sees (an ordinary queue with work is one
+/// item, its drain, on its target's list, so a serial queue's FIFO is its own list's order
+/// and nothing here can reorder it). A root's list is a `ContinuationList`: any thread
+/// pushes (one atomic exchange); consumers take turns under the root's `rootPopLock` — any
+/// worker, and the event thread while no worker can start (`takeWorkWithoutWorker`). There
+/// is nothing per worker: no local queue, no LIFO slot. So an item not yet started is
+/// always where every worker, and every thread the monitor adds, can take it, which the
+/// blocked-worker and overcommit rules (`StarvationMonitor`) count on.
+///
+/// Spinning. A worker spins only after it has run work, never while parked, so a process
+/// whose pool has nothing to do spends nothing on it. At most `maxSpinners` (half the CPUs,
+/// at least one) spin at once; a spinner looks for work between pause instructions for
+/// `spinPauseBudget` (5 µs), then between `sched_yield`s until `spinBudget` (20 µs) has
+/// passed since it began, so a runnable thread on its CPU (the producer, another process)
+/// gets the CPU back at the next look. A producer that makes a root non-empty during the
+/// first phase wakes no one (`workAvailable`, `moreWorkQueued`): the spinner takes the
+/// item, and if more are behind it wakes a peer as any worker does. During the yielding
+/// phase the worker no longer counts as a spinner and producers wake parked workers as
+/// usual: on a loaded machine a yield can take the worker off its CPU for a whole time
+/// slice, and an item must not wait for that. That one rule is also
+/// the event thread's hand-off: a source drain it pushes while a worker spins goes to that
+/// worker without a futex wake. The cost: up to 20 µs of one CPU each time a worker runs
+/// out of work (the last 15 µs yielding to anything runnable), by at most half the CPUs'
+/// workers, paid only by a process that runs work; in return a producer that feeds the pool
+/// one item at a time pays no futex wake and the worker no sleep and wake-up per item.
+/// Measured on the drop-in task group (100,000 children, 2 CPUs, load 9-15): the previous
+/// rule (64 pauses, about 2 µs, by every idle worker, and a futex wake per empty → non-empty
+/// push) made 22,000-35,000 context switches and used 264-355 ms of CPU (libdispatch:
+/// 28,000-41,000 and 279-313 ms); this rule 400-920 switches and 170-222 ms in 12 runs of
+/// 13 (one, 13,500 and 326 ms: spinners preempted on a loaded machine); a 50 µs budget
+/// 510-570 switches and 194-197 ms, so the budget stays at 20 µs. `async let` ×4: 5,900 →
+/// 30-100 switches, CPU 49-71 → 30-34 ms; concurrentPerform(1000): 1,100 → 60 switches,
+/// 18 → 14 ms. The fan-out and 200 × usleep(20 ms) rows do not move (best of 4: 18.8 /
+/// 18.3 Mitems/s; 151 / 151 ms), and 500 ms of idleness after a burst of work cost 0.02 ms
+/// of CPU (ctests/pool idle-after-work).
+///
+/// Rejected: per-worker run queues (a local ring per worker that others steal from, a LIFO
+/// slot for the item a worker just made ready, at most half the workers searching: tokio,
+/// Go). Weighed against profiles, not built:
+/// - The fan-out row (1M `dispatch_group_async_f` from the main thread; bench group_async
+///   and fanout_openmp) is fed by a thread that is not a worker, so its items enter through
+///   a root whatever workers hold. In its profile (perf, 2 CPUs) the worker loop's samples
+///   are the load of the popped node's `next` (39%: a line the producer has just written,
+///   which any queue fed from another thread pays), the pop lock's exchange (26%) and the
+///   list's tail (11%); `popRootContended` is 12% of all samples. Local queues amortize the
+///   lock only if workers take items from the root in batches, and a batch a worker holds
+///   where the monitor cannot see it breaks the rules above: 200 items that each usleep
+///   20 ms, taken 8 at a time, would sleep 8 in a row on one thread (the sleepers row).
+///   The row's yardstick is not a queue discipline either: libgomp runs a task at once on
+///   the creating thread while many are queued (task throttling), and in 2 of 3 runs here
+///   0.96-1.05 million of the 1.1 million tasks (warm-up included) ran on the creating
+///   thread; `dispatch_async_f` cannot run its function on its caller's thread.
+/// - The Swift task group (the drop-in's row): GrandCentral's code is 4% of its CPU
+///   samples (libdispatch's, 7% of the same binary's); the kernel is 53% (page faults and
+///   mprotect as malloc's per-thread arenas grow and shrink: children are allocated on one
+///   thread and freed on another), libc's malloc 20%, the Swift runtime 14%. What the pool
+///   decides there is which thread runs what and how often threads sleep, and spinning
+///   took that (above).
+/// - A LIFO slot others cannot take (tokio's) strands its item behind a worker that blocks
+///   where the library cannot see (an item that submits work and then waits on a condition
+///   variable for it waits for the item in its own slot) unless the monitor learns to steal
+///   it; a slot others can take is emptied at once by a spinning worker, which is what
+///   spinning already does without one.
 ///
 /// What a worker runs at: the nice value of the QoS class of the root its item came from
 /// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
@@ -90,6 +158,11 @@ import Synchronization
 ///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
 ///   push-then-look-at-idle are a Dekker pair.
 /// - `blocked`: workers inside a BlockingRegion (relaxed; a count for decisions).
+/// - `spinning`: workers in the first phase of `spinForWork`. Joined by CAS below
+///   `maxSpinners`, left by a decrement before the yielding phase (or on finding work). Sequentially consistent: the spinner's
+///   decrement-then-look (in `park`) and the producer's push-then-look-at-`spinning` are a
+///   Dekker pair, so an item whose producer saw a spinner and woke no one is seen by that
+///   spinner, either while it spins or in `park`'s look after it announced itself idle.
 ///
 /// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): `startWorker` says which rule started a
 /// worker (`WorkerStartReason`) and for which root, or that the limit stopped it; a worker
@@ -109,6 +182,18 @@ final class ThreadPool: @unchecked Sendable {
     let starting = Atomic<Int>(0)
     let idle = Atomic<Int>(0)
     let blocked = Atomic<Int>(0)
+    /// Workers spinning for work before they park, in the first phase of
+    /// `Worker.spinForWork`. A producer that sees one wakes no one: the spinner takes the
+    /// item. Sequentially consistent: the
+    /// producer's push-then-look and the spinner's leave-then-look are a Dekker pair.
+    let spinning = Atomic<Int>(0)
+    /// At most this many workers spin at once: half the CPUs, at least one (tokio's limit on
+    /// searching workers, Go's on spinning Ms), so spinners never hold every CPU.
+    let maxSpinners: Int
+    /// How long a worker spins before it parks (ns), and for how much of that it spins on
+    /// pause instructions before it yields the CPU between looks.
+    let spinBudget: UInt64 = 20_000
+    let spinPauseBudget: UInt64 = 5_000
     /// The `scanOrder` index of a root the monitor found left waiting behind higher-QoS
     /// roots (`StarvationMonitor`), or -1: the next worker that looks for work takes one
     /// item from it first, and clears it. Relaxed: a hint; a worker that misses it takes the
@@ -141,6 +226,7 @@ final class ThreadPool: @unchecked Sendable {
         scanOrder = RootQueues.scanOrder
         niceByRoot = ThreadPriority.niceByRoot
         activeCPUs = Int(gc_active_cpu_count())
+        maxSpinners = max(1, activeCPUs / 2)
         threadLimit = ThreadPool.limitFromEnvironment()
         debug = DebugLog.enabled
         Fork.install()
@@ -154,6 +240,7 @@ final class ThreadPool: @unchecked Sendable {
         starting.store(0, ordering: .relaxed)
         idle.store(0, ordering: .relaxed)
         blocked.store(0, ordering: .relaxed)
+        spinning.store(0, ordering: .relaxed)
         limitReported.store(false, ordering: .relaxed)
         idleSemaphore.value.store(0, ordering: .relaxed)
         idleSemaphore.grants.pointee = 0
@@ -175,6 +262,8 @@ final class ThreadPool: @unchecked Sendable {
     /// worker saw work that needs a peer).
     @inline(__always)
     func workAvailable(_ reason: WorkerStartReason = .workQueued) {
+        // A spinning worker takes the item (see `spinning`).
+        if spinning.load(ordering: .sequentiallyConsistent) > 0 { return }
         var n = idle.load(ordering: .sequentiallyConsistent)
         while n > 0 {
             let (done, now) = idle.weakCompareExchange(expected: n, desired: n - 1, ordering: .sequentiallyConsistent)
@@ -192,6 +281,7 @@ final class ThreadPool: @unchecked Sendable {
     /// fewer than `activeCPUs` run, or let the monitor judge.
     @inline(__always)
     func moreWorkQueued(_ reason: WorkerStartReason) {
+        if spinning.load(ordering: .sequentiallyConsistent) > 0 { return }  // it takes the item
         if idle.load(ordering: .sequentiallyConsistent) > 0 {
             workAvailable(reason)
         } else if threads.load(ordering: .relaxed) - blocked.load(ordering: .relaxed) < activeCPUs {
@@ -199,6 +289,19 @@ final class ThreadPool: @unchecked Sendable {
         } else {
             monitor.poke()
         }
+    }
+
+    /// Joins the spinners unless `maxSpinners` already spin. Relaxed load, then a
+    /// sequentially consistent RMW (the one the producer's look pairs with).
+    @inline(__always)
+    func beginSpinning() -> Bool {
+        var n = spinning.load(ordering: .relaxed)
+        while n < maxSpinners {
+            let (done, now) = spinning.weakCompareExchange(expected: n, desired: n + 1, ordering: .sequentiallyConsistent)
+            if done { return true }
+            n = now
+        }
+        return false
     }
 
     @inline(never)
@@ -290,6 +393,7 @@ final class ThreadPool: @unchecked Sendable {
             if let node {
                 worker.servingOvercommit.store(overcommit, ordering: .relaxed)
                 worker.rootIndex.store(scanOrder.count - 1 - i, ordering: .relaxed)
+                worker.lookBehindFrom = i
                 return node
             }
         }
@@ -305,6 +409,7 @@ final class ThreadPool: @unchecked Sendable {
         guard let node else { return nil }
         worker.servingOvercommit.store(overcommit, ordering: .relaxed)
         worker.rootIndex.store(scanOrder.count - 1 - favored, ordering: .relaxed)
+        worker.lookBehindFrom = 0  // it passed over higher roots that may have items
         return node
     }
 
@@ -320,6 +425,17 @@ final class ThreadPool: @unchecked Sendable {
     @inline(__always)
     func hasWork() -> Bool {
         for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        return false
+    }
+
+    /// Whether the root at `scanOrder` index `first`, or one below it, has an item.
+    @inline(__always)
+    func hasWork(fromScanIndex first: Int) -> Bool {
+        var i = first
+        while i < scanOrder.count {
+            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+            i += 1
+        }
         return false
     }
 
@@ -379,6 +495,10 @@ final class Worker: @unchecked Sendable {
     var itemSeenSince: Int64 = 0
     /// Debug lines only (`pool.debug`): when this worker last parked. The worker's alone.
     var idleSince: UInt64 = 0
+    /// The `scanOrder` index from which the worker looks for items behind the one it just
+    /// took (`findWork` sets it: that item's root, or 0 after a favored root's item). The
+    /// worker's alone.
+    var lookBehindFrom = 0
     /// The thread's nice value as this worker last set or read it. The worker's alone.
     var nice: Int32 = 0
     init(pool: ThreadPool) { self.pool = pool }
@@ -423,8 +543,15 @@ final class Worker: @unchecked Sendable {
                     pool.monitor.workerWoke()
                 }
                 // More queued behind this one: make sure a peer comes for it (producers
-                // only wake a worker on a root queue's empty → non-empty transition).
-                if pool.hasWork() { pool.moreWorkQueued(.moreWorkBehind) }
+                // only wake a worker on a root queue's empty → non-empty transition). Only
+                // this root and those below it: a root above was empty when `findWork`
+                // passed it (or its pop lock was held, and the holder looks behind its own
+                // item), and a push that has made one non-empty since woke a worker, or saw
+                // a spinner that is not this worker (this one left the spinners before it
+                // looked).
+                if pool.hasWork(fromScanIndex: lookBehindFrom) {
+                    pool.moreWorkQueued(.moreWorkBehind)
+                }
                 // Signals a source watches are unblocked on workers (signal.c).
                 if gc_signal_generation_now() != signalGeneration {
                     signalGeneration = gc_signal_update_worker_mask()
@@ -436,6 +563,10 @@ final class Worker: @unchecked Sendable {
                 continue
             }
             busy.store(false, ordering: .relaxed)
+            // Work there that `findWork` did not get (another worker held a root's pop
+            // lock): look again at once, without joining the spinners (two read-modify-writes
+            // on a line every spinner and producer reads).
+            if pool.hasWork() { continue }
             if spinForWork() { continue }
             nameIdle()
             if !park() { break }
@@ -477,20 +608,46 @@ final class Worker: @unchecked Sendable {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
-    /// About 5-10 µs of pause instructions: long enough to catch a producer that is
-    /// feeding a queue, short enough not to steal its CPU (2 cores, producers and workers
-    /// compete for them).
-    let spinIterations = 64
-
-    /// Spins a few microseconds before parking: a queue that refills quickly (a producer
-    /// feeding a serial queue) is picked up without a futex round trip.
+    /// Spins before parking, while fewer than `pool.maxSpinners` workers spin: a queue that
+    /// refills quickly (a producer feeding a serial queue, a Swift task group adding
+    /// children, an event the event thread is about to hand over) is picked up without a
+    /// futex round trip on either side. For the first `pool.spinPauseBudget` ns the worker
+    /// counts as a spinner (a producer that sees one wakes no one: `workAvailable`) and looks
+    /// between pause instructions. Then it leaves the spinners, so producers wake parked
+    /// workers again, and looks between `sched_yield`s until `pool.spinBudget` ns have
+    /// passed: a runnable thread on this CPU (the producer, another process) runs instead,
+    /// and a worker that the yield took off its CPU on a loaded machine is not what a
+    /// producer waits for. Returns whether work is there; on false the caller parks, and
+    /// `park` looks once more after announcing itself idle.
     @inline(__always)
     func spinForWork() -> Bool {
-        for _ in 0..<spinIterations {
+        if !pool.beginSpinning() { return false }
+        let start = gc_uptime_ns()
+        let found = spinUntilWork(start: start, budget: pool.spinPauseBudget, yielding: false)
+        // Sequentially consistent: leaving the spinners, then looking again (below, or in
+        // `park` after announcing idle), against a producer's push then its look at
+        // `spinning` (Dekker): a producer that saw this worker spinning and woke no one has
+        // its item seen by this worker.
+        pool.spinning.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+        if found { return true }
+        return spinUntilWork(start: start, budget: pool.spinBudget, yielding: true)
+    }
+
+    /// Looks for work until `budget` ns after `start`, every eighth look checking the clock
+    /// and, when `yielding`, yielding the CPU; pause instructions between the other looks.
+    @inline(never)
+    func spinUntilWork(start: UInt64, budget: UInt64, yielding: Bool) -> Bool {
+        var looks = 0
+        while true {
             if pool.hasWork() { return true }
-            gc_cpu_relax()
+            looks &+= 1
+            if looks & 7 != 0 {
+                gc_cpu_relax()
+                continue
+            }
+            if gc_uptime_ns() &- start >= budget { return false }
+            if yielding { sched_yield() } else { gc_cpu_relax() }
         }
-        return false
     }
 
     /// Parks until woken. Returns false when the worker should exit (idle timeout).

@@ -153,12 +153,18 @@ if CommandLine.arguments.contains("--which") {
     exit(0)
 }
 
-await taskGroup()
-await actorCalls()
-await sleepLateness()
-await asyncLetFanOut()
-await continuations()
-queueAsyncThenSync()
-queueSync()
-concurrentPerform()
-groupEnterLeave()
+/// `--only a,b`: run only the cases whose names (as below) are listed, for profiling one.
+let only: Set<Substring>? = CommandLine.arguments.firstIndex(of: "--only").flatMap { i in
+    i + 1 < CommandLine.arguments.count ? Set(CommandLine.arguments[i + 1].split(separator: ",")) : nil
+}
+func selected(_ name: Substring) -> Bool { only?.contains(name) ?? true }
+
+if selected("taskgroup") { await taskGroup() }
+if selected("actor") { await actorCalls() }
+if selected("sleep") { await sleepLateness() }
+if selected("asynclet") { await asyncLetFanOut() }
+if selected("continuation") { await continuations() }
+if selected("asyncsync") { queueAsyncThenSync() }
+if selected("sync") { queueSync() }
+if selected("perform") { concurrentPerform() }
+if selected("group") { groupEnterLeave() }
