@@ -55,7 +55,10 @@ extension DispatchQueue {
         let old = targetBits.exchange(bits, ordering: .acquiringAndReleasing)
         if old != 0 {
             let previous = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).takeRetainedValue()
-            specificsLock.withLock { retiredTargets.append(previous) }
+            // A root queue lives as long as the process (`RootQueues.all` holds it), so a
+            // thread still pushing onto it as our old target needs no parked reference (and
+            // a queue created inactive and retargeted, the usual case, allocates nothing).
+            if previous.role != .root { specificsLock.withLock { retiredTargets.append(previous) } }
         }
     }
 
