@@ -492,4 +492,54 @@ static inline void expect_client_bug(const char *functions, void (*mistake)(void
 #endif
 }
 
+// MARK: - Sections in processes of their own
+
+/// One section of a test whose sections each run in a fresh process (they leave workers
+/// behind, or need their own environment): its name (the argument that selects it), its
+/// body, and the GRANDCENTRAL_THREAD_LIMIT its process gets (NULL: unset, the default).
+typedef struct {
+    const char *name;
+    void (*run)(void);
+    const char *thread_limit;
+} check_process_section_t;
+
+/// The whole `main` of such a test. With one argument, runs the section of that name
+/// (watchdog `section_seconds`) and leaves by _exit(0), since workers may still be running
+/// or parked; an unknown name returns 64. Without, re-executes itself once per section,
+/// each in order (watchdog `driver_seconds_per_section` per section in all), and checks
+/// that each child exited with 0.
+static inline int check_run_process_sections(int argc, char **argv, const char *test_name,
+                                             const check_process_section_t *sections, int count,
+                                             unsigned section_seconds, unsigned driver_seconds_per_section) {
+    if (argc == 2) {
+        for (int i = 0; i < count; i++) {
+            if (strcmp(argv[1], sections[i].name) != 0) continue;
+            check_start(test_name, section_seconds);
+            sections[i].run();
+            fflush(stdout);
+            _exit(0);
+        }
+        fprintf(stderr, "%s: no section %s\n", test_name, argv[1]);
+        return 64;
+    }
+    check_start(test_name, driver_seconds_per_section * (unsigned)count);
+    for (int i = 0; i < count; i++) {
+        check_section(sections[i].name);
+        pid_t child = fork();
+        CHECK(child >= 0);
+        if (child == 0) {
+            if (sections[i].thread_limit) setenv("GRANDCENTRAL_THREAD_LIMIT", sections[i].thread_limit, 1);
+            else unsetenv("GRANDCENTRAL_THREAD_LIMIT");
+            execl("/proc/self/exe", argv[0], sections[i].name, (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "section %s failed (status 0x%x)", sections[i].name,
+               (unsigned)status);
+    }
+    check_pass();
+    return 0;
+}
+
 #endif // GC_CTESTS_CHECK_H

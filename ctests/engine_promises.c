@@ -269,48 +269,19 @@ static void section_qos_beside_background(void) {
 
 // MARK: - Driver
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} sections[] = {
-    {"data-source-beside-sleepers", section_data_source_beside_sleepers},
-    {"apply-beside-sleepers", section_apply_beside_sleepers},
+static const check_process_section_t sections[] = {
+    {"data-source-beside-sleepers", section_data_source_beside_sleepers, NULL},
+    {"apply-beside-sleepers", section_apply_beside_sleepers, NULL},
 #ifndef GC_REFERENCE_LIBDISPATCH
     // libdispatch hangs in this section (variant B always; variant A too, now and then, on
     // a loaded machine: the main thread in dispatch_main while queues are retargeted onto
     // and off it), so the reference run leaves it out.
-    {"sync-retarget-main", section_sync_retarget_main},
+    {"sync-retarget-main", section_sync_retarget_main, NULL},
 #endif
-    {"qos-beside-background", section_qos_beside_background},
+    {"qos-beside-background", section_qos_beside_background, NULL},
 };
 enum { SECTION_COUNT = sizeof sections / sizeof sections[0] };
 
 int main(int argc, char **argv) {
-    if (argc == 2) {
-        for (int i = 0; i < SECTION_COUNT; i++) {
-            if (strcmp(argv[1], sections[i].name) != 0) continue;
-            check_start("engine_promises", 100);
-            sections[i].run();
-            fflush(stdout);
-            _exit(0);   // workers may still be running sleepers
-        }
-        fprintf(stderr, "engine_promises: no section %s\n", argv[1]);
-        return 64;
-    }
-    check_start("engine_promises", 110 * SECTION_COUNT);
-    for (int i = 0; i < SECTION_COUNT; i++) {
-        check_section(sections[i].name);
-        pid_t child = fork();
-        CHECK(child >= 0);
-        if (child == 0) {
-            execl("/proc/self/exe", argv[0], sections[i].name, (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "section %s failed (status 0x%x)", sections[i].name,
-               (unsigned)status);
-    }
-    check_pass();
-    return 0;
+    return check_run_process_sections(argc, argv, "engine_promises", sections, SECTION_COUNT, 100, 110);
 }

@@ -15,55 +15,9 @@
 //   done == false carrying the data not yet written.
 //
 // The gcc variant uses the _f forms only; the clang variant adds a block form. Against the
-// reference (GC_REFERENCE_LIBDISPATCH) the _f forms are declared here, since libdispatch
-// exports them without declaring them.
-#include "check.h"
-
-#include <fcntl.h>
-#include <stdatomic.h>
-#include <sys/stat.h>
-
-#ifdef GC_REFERENCE_LIBDISPATCH
-typedef void (*dispatch_io_handler_function_t)(void *context, bool done, dispatch_data_t data, int error);
-typedef void (*dispatch_io_cleanup_function_t)(void *context, int error);
-dispatch_io_t dispatch_io_create_f(dispatch_io_type_t type, dispatch_fd_t fd, dispatch_queue_t queue,
-		void *context, dispatch_io_cleanup_function_t cleanup_handler);
-dispatch_io_t dispatch_io_create_with_path_f(dispatch_io_type_t type, const char *path, int oflag,
-		mode_t mode, dispatch_queue_t queue, void *context, dispatch_io_cleanup_function_t cleanup_handler);
-void dispatch_io_read_f(dispatch_io_t channel, off_t offset, size_t length, dispatch_queue_t queue,
-		void *context, dispatch_io_handler_function_t io_handler);
-void dispatch_io_write_f(dispatch_io_t channel, off_t offset, dispatch_data_t data,
-		dispatch_queue_t queue, void *context, dispatch_io_handler_function_t io_handler);
-void dispatch_io_barrier_f(dispatch_io_t channel, void *context, dispatch_function_t barrier);
-dispatch_io_t dispatch_io_create_with_io_f(dispatch_io_type_t type, dispatch_io_t io, dispatch_queue_t queue,
-		void *context, dispatch_io_cleanup_function_t cleanup_handler);
-dispatch_data_t dispatch_data_create_f(const void *buffer, size_t size, dispatch_queue_t queue,
-		dispatch_function_t destructor);
-bool dispatch_data_apply_f(dispatch_data_t data, void *context,
-		bool (*applier)(void *context, dispatch_data_t region, size_t offset, const void *buffer, size_t size));
-#endif
-
-static dispatch_queue_t global(void) { return dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0); }
-
-static unsigned char *random_bytes(size_t size, uint64_t seed) {
-    unsigned char *p = malloc(size);
-    CHECK(p != NULL);
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < size; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        p[i] = (unsigned char)x;
-    }
-    return p;
-}
-
-static void write_all(int fd, const void *bytes, size_t size) {
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = write(fd, (const unsigned char *)bytes + done, size - done);
-        CHECK(n > 0);
-        done += (size_t)n;
-    }
-}
+// reference (GC_REFERENCE_LIBDISPATCH) the _f forms are declared in io_support.h, since
+// libdispatch exports them without declaring them.
+#include "io_support.h"
 
 /// A temporary file holding `size` bytes of `bytes`; its path in `path` (a mkstemp template).
 static void make_file(char *path, const unsigned char *bytes, size_t size) {
@@ -72,74 +26,6 @@ static void make_file(char *path, const unsigned char *bytes, size_t size) {
     write_all(fd, bytes, size);
     close(fd);
 }
-
-// MARK: - Collecting an operation
-
-/// What one operation delivered: every byte, the partial calls, the final error, once done.
-typedef struct {
-    unsigned char *bytes;
-    size_t size, capacity;
-    size_t partial_calls;
-    size_t partial_sizes[64];
-    bool final_data_null;
-    int error;
-    atomic_int done_calls;
-    latch_t done;
-} collector_t;
-
-static void collector_init(collector_t *c) {
-    memset(c, 0, sizeof *c);
-    latch_init(&c->done, 1);
-}
-
-static void collector_free(collector_t *c) {
-    latch_destroy(&c->done);
-    free(c->bytes);
-}
-
-static bool append_region(void *context, dispatch_data_t region, size_t offset, const void *buffer, size_t size) {
-    (void)region; (void)offset;
-    collector_t *c = context;
-    if (c->size + size > c->capacity) {
-        c->capacity = (c->size + size) * 2;
-        c->bytes = realloc(c->bytes, c->capacity);
-        CHECK(c->bytes != NULL);
-    }
-    memcpy(c->bytes + c->size, buffer, size);
-    c->size += size;
-    return true;
-}
-
-/// A read's handler: collects every byte.
-static void collect(void *context, bool done, dispatch_data_t data, int error) {
-    collector_t *c = context;
-    if (data) dispatch_data_apply_f(data, c, append_region);
-    if (!done) {
-        if (c->partial_calls < 64) c->partial_sizes[c->partial_calls] = data ? dispatch_data_get_size(data) : 0;
-        c->partial_calls++;
-        return;
-    }
-    c->error = error;
-    c->final_data_null = data == NULL;
-    atomic_fetch_add(&c->done_calls, 1);
-    latch_arrive(&c->done);
-}
-
-/// A write's handler: records the size of each partial call's data (what is not yet written).
-static void track_write(void *context, bool done, dispatch_data_t data, int error) {
-    collector_t *c = context;
-    if (!done) {
-        if (c->partial_calls < 64) c->partial_sizes[c->partial_calls] = data ? dispatch_data_get_size(data) : 0;
-        c->partial_calls++;
-        return;
-    }
-    c->error = error;
-    c->final_data_null = data == NULL;
-    atomic_fetch_add(&c->done_calls, 1);
-    latch_arrive(&c->done);
-}
-
-#define COLLECTOR_WAIT(c) CHECKF(latch_wait(&(c)->done, 30), "%s finished", #c)
 
 typedef struct {
     atomic_int calls;
@@ -193,8 +79,8 @@ static void expect_channel_error(dispatch_io_type_t type, const char *path, int 
     dispatch_data_t d = dispatch_data_create_f("abc", 3, NULL, NULL);
     dispatch_io_write_f(io, 0, d, global(), &w, track_write);
     dispatch_release(d);
-    COLLECTOR_WAIT(&r);
-    COLLECTOR_WAIT(&w);
+    collector_wait(&r);
+    collector_wait(&w);
     CHECKF(r.error == error, "read error %d (%s), expected %d (%s)", r.error, strerror(r.error), error, strerror(error));
     CHECKF(w.error == error, "write error %d (%s), expected %d", w.error, strerror(w.error), error);
     CHECK_EQ(r.size, (size_t)0);
@@ -257,7 +143,7 @@ static void test_path_checked_at_creation(void) {
     collector_t r;
     collector_init(&r);
     dispatch_io_read_f(io, 0, 100, global(), &r, collect);
-    COLLECTOR_WAIT(&r);
+    collector_wait(&r);
     CHECKF(r.error == ELOOP, "read error %d (%s), expected ELOOP", r.error, strerror(r.error));
     close_and_check_cleanup(io, &cleaned, 0);
     collector_free(&r);
@@ -278,7 +164,7 @@ static void test_path_checked_at_creation(void) {
     dispatch_data_t d = dispatch_data_create_f("hello", 5, NULL, NULL);
     dispatch_io_write_f(io, 0, d, global(), &w, track_write);
     dispatch_release(d);
-    COLLECTOR_WAIT(&w);
+    collector_wait(&w);
     CHECK_EQ(w.error, 0);
     close_and_check_cleanup(io, &cleaned, 0);
     struct stat st;
@@ -295,7 +181,7 @@ static void test_path_checked_at_creation(void) {
     d = dispatch_data_create_f("again", 5, NULL, NULL);
     dispatch_io_write_f(io, 0, d, global(), &w, track_write);
     dispatch_release(d);
-    COLLECTOR_WAIT(&w);
+    collector_wait(&w);
     CHECKF(w.error == EEXIST, "write error %d (%s), expected EEXIST", w.error, strerror(w.error));
     close_and_check_cleanup(io, &cleaned, 0);
     collector_free(&w);
@@ -331,7 +217,7 @@ static void test_bad_input(void) {
 static void read_at(dispatch_io_t io, off_t offset, size_t length, collector_t *c) {
     collector_init(c);
     dispatch_io_read_f(io, offset, length, global(), c, collect);
-    COLLECTOR_WAIT(c);
+    collector_wait(c);
     CHECK_EQ(atomic_load(&c->done_calls), 1);
 }
 
@@ -362,7 +248,7 @@ static void test_random_offsets(void) {
     dispatch_data_t d = dispatch_data_create_f("0123456789", 10, NULL, NULL);
     dispatch_io_write_f(io, 1000, d, global(), &w, track_write);
     dispatch_release(d);
-    COLLECTOR_WAIT(&w);
+    collector_wait(&w);
     CHECK_EQ(w.error, 0);
     collector_free(&w);
     unsigned char probe[10];
@@ -464,7 +350,7 @@ static void barrier_across(dispatch_io_t first, dispatch_io_t second, int write_
     dispatch_io_read_f(first, 0, 10, global(), &later, collect);
     CHECK(atomic_load(&b.ran) == 0);
     write_all(write_fd, "0123456789", 10);
-    COLLECTOR_WAIT(&earlier);
+    collector_wait(&earlier);
     uint64_t give_up = now_ns() + 10 * NSEC_PER_SEC;
     while (!atomic_load(&b.ran) && now_ns() < give_up) usleep(500);
     CHECK(atomic_load(&b.ran));
@@ -474,7 +360,7 @@ static void barrier_across(dispatch_io_t first, dispatch_io_t second, int write_
     sleep_ms(200);
     CHECKF(atomic_load(&later.done_calls) == 0, "a read queued after a barrier on another channel ran before the barrier returned");
     latch_arrive(&release);
-    COLLECTOR_WAIT(&later);
+    collector_wait(&later);
     CHECK_EQ(later.error, 0);
     CHECK_EQ(later.size, (size_t)10);
     CHECK(memcmp(later.bytes, "abcdefghij", 10) == 0);
@@ -531,7 +417,7 @@ static void expect_cancelled_from_closed(dispatch_io_t source, unsigned long fla
     collector_t r;
     collector_init(&r);
     dispatch_io_read_f(io, 0, 4, global(), &r, collect);
-    COLLECTOR_WAIT(&r);
+    collector_wait(&r);
     CHECKF(r.error == ECANCELED, "read error %d (%s), expected ECANCELED", r.error, strerror(r.error));
     CHECK_EQ(r.size, (size_t)0);
     collector_free(&r);
@@ -564,7 +450,7 @@ static void test_with_io_from_closed(void) {
     dispatch_io_read_f(first, 0, 4, global(), &pending, collect);
     expect_cancelled_from_closed(first, 0);
     write_all(p[1], "abcd", 4);
-    COLLECTOR_WAIT(&pending);
+    collector_wait(&pending);
     CHECK_EQ(pending.error, 0);
     CHECK_EQ(pending.size, (size_t)4);
     CHECK(memcmp(pending.bytes, "abcd", 4) == 0);
@@ -592,11 +478,11 @@ static void test_write_progress(void) {
     collector_init(&w);
     dispatch_io_write_f(io, 0, d, global(), &w, track_write);
     dispatch_release(d);
-    COLLECTOR_WAIT(&w);
+    collector_wait(&w);
     CHECK_EQ(w.error, 0);
     CHECKF(w.final_data_null, "the final call of a complete write carries no data");
     CHECKF(w.partial_calls == SIZE / PIECE - 1, "%zu partial calls, expected %d", w.partial_calls, SIZE / PIECE - 1);
-    for (size_t i = 0; i < w.partial_calls && i < 64; i++) {
+    for (size_t i = 0; i < w.partial_calls && i < COLLECTOR_SIZES; i++) {
         CHECKF(w.partial_sizes[i] == SIZE - (i + 1) * PIECE, "partial call %zu: %zu bytes not yet written, expected %zu",
                i, w.partial_sizes[i], (size_t)(SIZE - (i + 1) * PIECE));
     }

@@ -13,40 +13,9 @@
 //   it may close it at once and the number may be reused by the next call.
 //
 // The gcc variant uses the _f forms only; the clang variant adds the block form. Against the
-// reference (GC_REFERENCE_LIBDISPATCH) the _f forms are declared here, since libdispatch
-// exports them without declaring them.
-#include "check.h"
-
-#include <fcntl.h>
-#include <stdatomic.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-
-#ifdef GC_REFERENCE_LIBDISPATCH
-typedef void (*dispatch_io_convenience_handler_function_t)(void *context, dispatch_data_t data, int error);
-void dispatch_read_f(dispatch_fd_t fd, size_t length, dispatch_queue_t queue, void *context,
-		dispatch_io_convenience_handler_function_t handler);
-void dispatch_write_f(dispatch_fd_t fd, dispatch_data_t data, dispatch_queue_t queue, void *context,
-		dispatch_io_convenience_handler_function_t handler);
-dispatch_data_t dispatch_data_create_f(const void *buffer, size_t size, dispatch_queue_t queue,
-		dispatch_function_t destructor);
-bool dispatch_data_apply_f(dispatch_data_t data, void *context,
-		bool (*applier)(void *context, dispatch_data_t region, size_t offset, const void *buffer, size_t size));
-#define DISPATCH_DATA_DESTRUCTOR_FREE_F ((dispatch_function_t)(uintptr_t)(void *)DISPATCH_DATA_DESTRUCTOR_FREE)
-#endif
-
-static dispatch_queue_t global(void) { return dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0); }
-
-static unsigned char *random_bytes(size_t size, uint64_t seed) {
-    unsigned char *p = malloc(size);
-    CHECK(p != NULL);
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < size; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        p[i] = (unsigned char)x;
-    }
-    return p;
-}
+// reference (GC_REFERENCE_LIBDISPATCH) the _f forms are declared in io_support.h, since
+// libdispatch exports them without declaring them.
+#include "io_support.h"
 
 static bool copy_region(void *context, dispatch_data_t region, size_t offset, const void *buffer, size_t size) {
     (void)region;
@@ -62,15 +31,6 @@ static unsigned char *flatten(dispatch_data_t data) {
     CHECK(p != NULL);
     dispatch_data_apply_f(data, p, copy_region);
     return p;
-}
-
-static void write_all(int fd, const void *bytes, size_t size) {
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = write(fd, (const unsigned char *)bytes + done, size - done);
-        CHECK(n > 0);
-        done += (size_t)n;
-    }
 }
 
 static unsigned char *read_file(const char *path, size_t *size) {

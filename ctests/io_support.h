@@ -1,6 +1,7 @@
-// What ctests/io.c and ctests/io_barriers.c share: the _f declarations the reference
-// libdispatch exports without declaring (GC_REFERENCE_LIBDISPATCH), random file contents,
-// a collector for what a read delivers, and cleanup handlers that count.
+// What the I/O tests (io.c, io_barriers.c, io_channels.c, io_convenience.c) share: the _f
+// declarations the reference libdispatch exports without declaring
+// (GC_REFERENCE_LIBDISPATCH), random file contents, a collector for what a read or write
+// delivers, and cleanup handlers that count.
 #ifndef GC_CTESTS_IO_SUPPORT_H
 #define GC_CTESTS_IO_SUPPORT_H
 #include "check.h"
@@ -50,23 +51,33 @@ static inline unsigned char *random_bytes(size_t size, uint64_t seed) {
     return p;
 }
 
-static inline void write_file(const char *path, const unsigned char *bytes, size_t size) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    CHECK(fd >= 0);
+static inline void write_all(int fd, const void *bytes, size_t size) {
     size_t done = 0;
     while (done < size) {
-        ssize_t n = write(fd, bytes + done, size - done);
+        ssize_t n = write(fd, (const unsigned char *)bytes + done, size - done);
         CHECK(n > 0);
         done += (size_t)n;
     }
+}
+
+static inline void write_file(const char *path, const unsigned char *bytes, size_t size) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    write_all(fd, bytes, size);
     close(fd);
 }
 
-/// What a read collects: every byte, the chunk sizes, the final error, once done.
+enum { COLLECTOR_SIZES = 64 };
+
+/// What an operation delivers: every byte (a read's), the partial calls and their sizes
+/// (the first COLLECTOR_SIZES of them in order), the final call's size, data and error,
+/// once done.
 typedef struct {
     unsigned char *bytes;
     size_t size, capacity;
     size_t partial_calls, min_partial, max_partial, final_size;
+    size_t partial_sizes[COLLECTOR_SIZES];
+    bool final_data_null;
     int error;
     atomic_int done_calls;
     latch_t done;
@@ -76,6 +87,11 @@ static inline void collector_init(collector_t *c) {
     memset(c, 0, sizeof *c);
     c->min_partial = SIZE_MAX;
     latch_init(&c->done, 1);
+}
+
+static inline void collector_free(collector_t *c) {
+    latch_destroy(&c->done);
+    free(c->bytes);
 }
 
 static inline bool append_region(void *context, dispatch_data_t region, size_t offset, const void *buffer, size_t size) {
@@ -91,21 +107,35 @@ static inline bool append_region(void *context, dispatch_data_t region, size_t o
     return true;
 }
 
-static inline void collect(void *context, bool done, dispatch_data_t data, int error) {
-    collector_t *c = context;
+/// Records a call's size (a partial one's, or the final one's with its data and error).
+static inline void collector_record(collector_t *c, bool done, dispatch_data_t data, int error) {
     size_t size = data ? dispatch_data_get_size(data) : 0;
-    if (data) dispatch_data_apply_f(data, c, append_region);
     if (!done) {
-        CHECKF(size > 0, "a partial call carries data");
+        if (c->partial_calls < COLLECTOR_SIZES) c->partial_sizes[c->partial_calls] = size;
         c->partial_calls++;
         if (size < c->min_partial) c->min_partial = size;
         if (size > c->max_partial) c->max_partial = size;
         return;
     }
     c->final_size = size;
+    c->final_data_null = data == NULL;
     c->error = error;
     atomic_fetch_add(&c->done_calls, 1);
     latch_arrive(&c->done);
+}
+
+/// A read's handler: collects every byte; a partial call must carry data.
+static inline void collect(void *context, bool done, dispatch_data_t data, int error) {
+    collector_t *c = context;
+    if (data) dispatch_data_apply_f(data, c, append_region);
+    if (!done) CHECKF(data && dispatch_data_get_size(data) > 0, "a partial call carries data");
+    collector_record(c, done, data, error);
+}
+
+/// A write's handler: records the size of each partial call's data (what is not yet
+/// written) and the end.
+static inline void track_write(void *context, bool done, dispatch_data_t data, int error) {
+    collector_record(context, done, data, error);
 }
 
 #define collector_wait(c) CHECKF(latch_wait(&(c)->done, 30), "%s finished", #c)

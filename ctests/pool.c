@@ -308,11 +308,7 @@ static void section_no_snowball(void) {
 
 // MARK: - Driver
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-    const char *thread_limit;   // GRANDCENTRAL_THREAD_LIMIT for the section's process, or NULL
-} sections[] = {
+static const check_process_section_t sections[] = {
     {"serial-rendezvous", section_serial_rendezvous, NULL},
     {"global-overcommit-rendezvous", section_global_overcommit_rendezvous, NULL},
     {"signal-last", section_signal_last, NULL},
@@ -324,33 +320,5 @@ static const struct {
 enum { SECTION_COUNT = sizeof sections / sizeof sections[0] };
 
 int main(int argc, char **argv) {
-    if (argc == 2) {
-        for (int i = 0; i < SECTION_COUNT; i++) {
-            if (strcmp(argv[1], sections[i].name) != 0) continue;
-            check_start("pool", 50);
-            sections[i].run();
-            fflush(stdout);
-            _exit(0);   // workers may still be parked
-        }
-        fprintf(stderr, "pool: no section %s\n", argv[1]);
-        return 64;
-    }
-    check_start("pool", 55 * SECTION_COUNT);
-    for (int i = 0; i < SECTION_COUNT; i++) {
-        check_section(sections[i].name);
-        pid_t child = fork();
-        CHECK(child >= 0);
-        if (child == 0) {
-            if (sections[i].thread_limit) setenv("GRANDCENTRAL_THREAD_LIMIT", sections[i].thread_limit, 1);
-            else unsetenv("GRANDCENTRAL_THREAD_LIMIT");
-            execl("/proc/self/exe", argv[0], sections[i].name, (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "section %s failed (status 0x%x)", sections[i].name,
-               (unsigned)status);
-    }
-    check_pass();
-    return 0;
+    return check_run_process_sections(argc, argv, "pool", sections, SECTION_COUNT, 50, 55);
 }

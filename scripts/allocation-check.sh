@@ -2,7 +2,10 @@
 # Builds bench/swift's AllocationCheck in release mode (the way Swift programs ship) and
 # runs it: it counts the heap allocations of the Swift API's hot calls (sync, group
 # enter/leave, semaphore signal/wait, work item perform, concurrentPerform, an actor hop
-# between GrandCentral queues) and fails if any allocates. The XCTest suite's
+# between GrandCentral queues) and fails if any is over its budget per call: none for
+# most; 0.01 for concurrentPerform and the actor hop (their continuations circulate
+# through the depot in batches, so a batch may be made now and then); 1.01 for an async
+# plus the sync that waits behind it (the async's closure context). The XCTest suite's
 # AllocationTests check the same calls in the debug build. The scratch (build/swift-release)
 # is shared with scripts/examples.sh's Swift consumer, so `make test` compiles GrandCentral
 # in release mode for SwiftPM once.

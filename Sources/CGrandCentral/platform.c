@@ -153,8 +153,10 @@ struct gc_thread_start {
 /// otherwise get workers and an event thread that run only when nothing else wants the
 /// CPU, and timers that fire late): each starts by taking SCHED_OTHER (from SCHED_IDLE or
 /// SCHED_BATCH; a real-time policy is the program's deliberate choice and is kept) at nice
-/// 0, the default QoS class's priority. Raising a priority (nice 19 back to 0) needs
-/// CAP_SYS_NICE or RLIMIT_NICE; without them the thread keeps what it inherited.
+/// 0, the default QoS class's priority; from there a worker takes the nice value of each
+/// item's class and the event thread its own (ThreadPriority.swift). Raising a priority
+/// (nice 19 back to 0) needs CAP_SYS_NICE or RLIMIT_NICE; without them the thread keeps
+/// what it inherited.
 static void gc_thread_reset_priority(void) {
     int policy = sched_getscheduler(0);
     if (policy == SCHED_IDLE || policy == SCHED_BATCH) {

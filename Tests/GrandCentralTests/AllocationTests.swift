@@ -1,11 +1,13 @@
 // The Swift API's hot calls make no heap allocation when their closure does not escape
 // (issue 7, part 5): a sync, group enter/leave, semaphore signal/wait, a work item's
-// perform, concurrentPerform. Counted by the test executable's own malloc
+// perform; concurrentPerform almost none. Counted by the test executable's own malloc
 // (Tests/CAllocationCounter), so a regression shows as a number, not as a slower bench row.
 //
 // Each case warms up first (lazy state: thread-local storage, caches), then makes `calls`
-// calls and asserts the count did not move. Under a sanitizer, whose runtime owns malloc,
-// the count is not available and the cases skip.
+// calls and asserts the count did not move, except concurrentPerform, whose bound is fewer
+// than 300 allocations in 2,000 calls (the continuation caches finding their balance; see
+// that case). Under a sanitizer, whose runtime owns malloc, the count is not available
+// and the cases skip.
 
 import CAllocationCounter
 import GrandCentral

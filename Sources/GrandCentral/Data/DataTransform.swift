@@ -132,76 +132,84 @@ enum DataCodec {
 
     @inline(__always) private static func isBlank(_ c: UInt8) -> Bool { c == 0x0A || c == 0x09 || c == 0x20 }
 
-    static func encodeBase32(_ input: [UInt8], _ alphabet: [UInt8]) -> [UInt8] {
+    /// The decoding loop of base 32 and base 64: skips blanks, looks each character up in
+    /// `table` (returning nil at a character outside the alphabet), packs `bitsPerDigit` bits per
+    /// digit, and after each `digitsPerGroup` digits appends the group's bytes (40 or 24
+    /// bits: a whole number of bytes). A pad counts as a zero digit; the caller removes the
+    /// bytes the pads stand for. Returns the bytes and the number of pads.
+    private static func decodeGroups(_ input: [UInt8], table: [Int8], bitsPerDigit: Int,
+                                     digitsPerGroup: Int) -> (bytes: [UInt8], pads: Int)? {
+        let bytesPerGroup = bitsPerDigit * digitsPerGroup / 8
         var out: [UInt8] = []
-        out.reserveCapacity((input.count + 4) / 5 * 8)
+        out.reserveCapacity(input.count * bitsPerDigit / 8)
+        // Bits above the current group shift out or are never read (a smart shift).
+        var group: UInt64 = 0, count = 0, pads = 0
+        for c in input where !isBlank(c) {
+            var v = table[Int(c)]
+            if v == -1 { return nil }
+            if v == -2 { v = 0; pads += 1 }
+            group = group << UInt64(bitsPerDigit) | UInt64(v)
+            count += 1
+            if count % digitsPerGroup == 0 {
+                for k in 0..<bytesPerGroup {
+                    out.append(UInt8(truncatingIfNeeded: group >> UInt64(8 * (bytesPerGroup - 1 - k))))
+                }
+            }
+        }
+        return (out, pads)
+    }
+
+    /// The encoding loop of base 32 and base 64: each group of `bytesPerGroup` input bytes
+    /// (40 or 24 bits; the last group padded with zero bits) becomes digits of
+    /// `bitsPerDigit` bits from `alphabet`, most significant first; the digits that carry
+    /// no input bit are pads.
+    private static func encodeGroups(_ input: [UInt8], _ alphabet: [UInt8], bitsPerDigit: Int,
+                                     bytesPerGroup: Int) -> [UInt8] {
+        let groupBits = 8 * bytesPerGroup
+        let digitsPerGroup = groupBits / bitsPerDigit
+        let mask = UInt64(1) << UInt64(bitsPerDigit) - 1
+        var out: [UInt8] = []
+        out.reserveCapacity((input.count + bytesPerGroup - 1) / bytesPerGroup * digitsPerGroup)
         var i = 0
         while i < input.count {
-            let n = min(5, input.count - i)
+            let n = min(bytesPerGroup, input.count - i)
             var group: UInt64 = 0
-            for k in 0..<5 { group = group << 8 | UInt64(k < n ? input[i + k] : 0) }
-            let digits = [2, 4, 5, 7, 8][n - 1]   // digits that carry input bits
-            for k in 0..<8 {
-                out.append(k < digits ? alphabet[Int(group >> UInt64(35 - 5 * k) & 0x1F)] : pad)
+            for k in 0..<bytesPerGroup { group = group << 8 | UInt64(k < n ? input[i + k] : 0) }
+            let digits = (8 * n + bitsPerDigit - 1) / bitsPerDigit   // digits that carry input bits
+            for k in 0..<digitsPerGroup {
+                let shift = UInt64(groupBits - bitsPerDigit * (k + 1))
+                out.append(k < digits ? alphabet[Int(group >> shift & mask)] : pad)
             }
-            i += 5
+            i += bytesPerGroup
         }
         return out
     }
 
+    static func encodeBase32(_ input: [UInt8], _ alphabet: [UInt8]) -> [UInt8] {
+        encodeGroups(input, alphabet, bitsPerDigit: 5, bytesPerGroup: 5)
+    }
+
     static func decodeBase32(_ input: [UInt8], _ alphabet: [UInt8]) -> [UInt8]? {
         let t = alphabet == base32Alphabet ? base32Table : base32hexTable
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count * 5 / 8)
-        var group: UInt64 = 0, count = 0, pads = 0
-        for c in input where !isBlank(c) {
-            var v = t[Int(c)]
-            if v == -1 { return nil }
-            if v == -2 { v = 0; pads += 1 }
-            group = group << 5 | UInt64(v)
-            count += 1
-            if count % 8 == 0 {
-                for k in 0..<5 { out.append(UInt8(truncatingIfNeeded: group >> UInt64(32 - 8 * k))) }
-            }
-        }
-        let remove = [1: 1, 3: 2, 4: 3, 6: 4][pads] ?? 0
+        guard let decoded = decodeGroups(input, table: t, bitsPerDigit: 5, digitsPerGroup: 8) else { return nil }
+        var out = decoded.bytes
+        let remove = [1: 1, 3: 2, 4: 3, 6: 4][decoded.pads] ?? 0
         if remove > out.count { return nil }
         out.removeLast(remove)
         return out
     }
 
     static func encodeBase64(_ input: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity((input.count + 2) / 3 * 4)
-        var i = 0
-        while i < input.count {
-            let n = min(3, input.count - i)
-            var group: UInt32 = 0
-            for k in 0..<3 { group = group << 8 | UInt32(k < n ? input[i + k] : 0) }
-            for k in 0..<4 {
-                out.append(k <= n ? base64Alphabet[Int(group >> UInt32(18 - 6 * k) & 0x3F)] : pad)
-            }
-            i += 3
-        }
-        return out
+        encodeGroups(input, base64Alphabet, bitsPerDigit: 6, bytesPerGroup: 3)
     }
 
     static func decodeBase64(_ input: [UInt8]) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count * 3 / 4)
-        var group: UInt32 = 0, count = 0, pads = 0
-        for c in input where !isBlank(c) {
-            var v = base64Table[Int(c)]
-            if v == -1 { return nil }
-            if v == -2 { v = 0; pads += 1 }
-            group = group << 6 | UInt32(v)
-            count += 1
-            if count % 4 == 0 {
-                for k in 0..<3 { out.append(UInt8(truncatingIfNeeded: group >> UInt32(16 - 8 * k))) }
-            }
+        guard let decoded = decodeGroups(input, table: base64Table, bitsPerDigit: 6, digitsPerGroup: 4) else {
+            return nil
         }
-        if pads > out.count { return nil }
-        out.removeLast(pads)
+        var out = decoded.bytes
+        if decoded.pads > out.count { return nil }
+        out.removeLast(decoded.pads)
         return out
     }
 

@@ -133,7 +133,8 @@ open class DispatchObject: @unchecked Sendable {
     /// A string value in a description: in double quotes.
     static func quoted(_ text: String) -> String { "\"" + text + "\"" }
 
-    // MARK: Polymorphic operations (queues and, later, sources override them)
+    // MARK: Polymorphic operations (queues and sources override them; for any other object
+    // suspend, resume and activate do nothing)
 
     func suspendObject() {}
     func resumeObject(caller: StaticString) {}

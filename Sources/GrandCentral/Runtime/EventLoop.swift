@@ -4,8 +4,10 @@ import Synchronization
 
 /// The event thread: one thread, started on first use, that waits in `epoll_wait` for
 /// everything the library waits on without a worker: timers (`dispatch_after`, timer
-/// sources) and descriptor readiness (read/write sources, stream I/O). Signal, process and
-/// vnode sources will add their descriptors (signalfd, pidfd, inotify) the same way.
+/// sources; EventLoopTimers.swift), descriptor readiness (read/write sources, stream I/O),
+/// process exits (pidfds), file changes (inotify, vnode sources) and signals (signalfd).
+/// Each kind of registration is a file of its own beside this one (`EventLoop…`); they
+/// reach the event thread through the inboxes of EventLoopInbox.swift.
 ///
 /// What it waits on:
 /// - one eventfd, the wakeup: other threads write it after handing the loop something new;

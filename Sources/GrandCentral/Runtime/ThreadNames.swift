@@ -54,7 +54,7 @@ enum ThreadNames {
     /// How long a worker runs one root item before the monitor names it after it.
     static let nameAfter: Int64 = 3_000_000
 
-    static func idleName(rootIndex: Int) -> String { "gc.idle." + rootNames[rootIndex / 2] }
+    static func idleName(bucket: Int) -> String { "gc.idle." + rootNames[bucket] }
     static func busyName(rootIndex: Int) -> String { "gc.busy." + rootNames[rootIndex / 2] }
 
     /// Our own lock, not `Mutex` (ThreadSanitizer cannot see the toolchain's Mutex).

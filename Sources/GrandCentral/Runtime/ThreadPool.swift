@@ -57,8 +57,8 @@ import Synchronization
 /// compares the root's value (`niceByRoot`, one load) with the one it has (`Worker.nice`)
 /// and calls setpriority only when they differ (`Worker.enterClass`), so a worker that keeps
 /// serving one class makes no system call and the hot path pays one compare. It does so
-/// only where a thread can come back down from 10 to -2 (root, CAP_SYS_NICE, RLIMIT_NICE
-/// >= 20, clamped to what RLIMIT_NICE allows); an ordinary user's workers stay at the value
+/// only where a thread can come back down to 0 and below (root or CAP_SYS_NICE, or
+/// RLIMIT_NICE >= 20, which clamps -2 to 0); an ordinary user's workers stay at the value
 /// they started at, because lowering a nice value needs privilege and a worker left at 10
 /// would run the next default item at 10 — and every thread it started too, since threads
 /// inherit nice values (libdispatch does that unprivileged: its background threads go to 10
@@ -389,7 +389,7 @@ final class Worker: @unchecked Sendable {
         nameLock.withLock {
             if name == .idle(bucket: bucket) { return }
             name = .idle(bucket: bucket)
-            _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(rootIndex: bucket * 2))
+            _ = gc_thread_set_name(tid.load(ordering: .relaxed), ThreadNames.idleName(bucket: bucket))
         }
     }
 

@@ -7,8 +7,8 @@ import CGrandCentral
 /// libdispatch.so and observed there as root): background and maintenance 10, utility 2,
 /// default 0, user-initiated and user-interactive -2 (libdispatch on Linux serves
 /// user-interactive work on its user-initiated roots), the event thread -4 (libdispatch's
-/// manager thread, which runs its epoll and timers, sits on the user-interactive overcommit
-/// root at -4). Overcommit and non-overcommit roots of a class run at the same value.
+/// manager thread, the one that waits in epoll_wait for its timers and sources, runs at -4
+/// (seen)). Overcommit and non-overcommit roots of a class run at the same value.
 ///
 /// The rule. A worker starts at nice 0 (`gc_thread_create` resets what it inherited) and
 /// remembers its nice value (`Worker.nice`); before it runs an item it compares the nice
@@ -53,8 +53,9 @@ enum ThreadPriority {
     }
 
     /// The value each root's items run at, by `RootQueues.all` index; immortal, so a worker
-    /// reads it without reference counting.
-    static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
+    /// reads it without reference counting. Written only by its initializer (swift_once
+    /// publishes it), read-only after: hence nonisolated(unsafe).
+    nonisolated(unsafe) static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
         let buffer = UnsafeMutableBufferPointer<Int32>.allocate(capacity: RootQueues.bucketCount * 2)
         for i in 0..<buffer.count { buffer[i] = effective(niceByBucket[i / 2]) }
         return buffer

@@ -6,13 +6,14 @@ import Synchronization
 /// deadline or leeway, a repeating timer's next fire), suspending, resuming and cancelling
 /// change this node, never allocate another.
 ///
-/// Protocol. The owner (the thread that made the node: `dispatch_after`, later a timer
+/// Protocol. The owner (the thread that made the node: `dispatch_after`, or a timer
 /// source) never touches the heap. It writes what it wants into `request` under
 /// `requestLock`, and if the node is not already waiting in the event loop's timer inbox
 /// it pushes it there (`request.isQueued`). The event thread takes the inbox, copies each
-/// node's request under the lock, and makes the heap agree with it (`EventLoop.apply`).
-/// Requests coalesce: the event thread only ever sees the latest arm, so a source that
-/// re-arms a thousand times before the event thread looks costs one heap update.
+/// node's request under the lock, and makes the heap agree with it
+/// (`EventLoop.applyTimerRequest`, EventLoopTimers.swift). Requests coalesce: the event
+/// thread only ever sees the latest arm, so a source that re-arms a thousand times before
+/// the event thread looks costs one heap update.
 /// Rejected: one command object per request (an allocation per `dispatch_source_set_timer`
 /// and a queue of stale commands to replay), and lock-free fields without the lock (a
 /// deadline and its leeway are two words that must change together, and "fire" has to be

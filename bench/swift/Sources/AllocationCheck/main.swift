@@ -1,7 +1,8 @@
 // The Swift API's hot calls make no heap allocation when their closure does not escape
 // (issue 7, part 5), checked in a release build, the way programs ship: the debug build
 // that XCTest uses boxes closure contexts that the optimiser keeps on the stack.
-// `make test` runs it (scripts/allocation-check.sh); it exits 1 when a call allocates.
+// `make test` runs it (scripts/allocation-check.sh); it exits 1 when a call allocates more
+// than its budget per call (0 unless the case says otherwise, see `check`).
 //
 // Allocations are counted by this executable's own malloc (CAllocationCounter, the same
 // file the XCTest suite uses). A case runs a warm-up first (lazy state, the continuation
