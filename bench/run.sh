@@ -120,10 +120,10 @@ cases=(
     "io_stream|256 MiB cached file, stream channel, 1 MiB high water|MB/s|speed|ratio|>=|3.0"
     "io_random|the same through a random channel|MB/s|speed|ratio|>=|1.0"
     "io_plain|the same by a plain read(2) loop (both columns; compare io_stream's GC, >= 0.5x)|MB/s|speed|ratio|>=|0.5"
-    "queue_churn|queue churn: inactive, target, specific+dtor, item, 1 ms after|ns/queue|time|ratio|<=|1.0"
+    "queue_churn|queue churn: inactive, target, specific, item, after|ns/queue|time|ratio|<=|1.0"
     "backlog_submit|1M async_f onto a suspended serial queue: submit|ns/item|time|ratio|<=|1.0"
     "backlog_drain|the same, from dispatch_resume to the last item: drain|ns/item|time|ratio|<=|1.0"
-    "mixed|mixed work from 4 producer threads, BENCH_MIXED_SECONDS each|Mitems/s|speed|ratio|>=|1.0"
+    "mixed|mixed work, 4 producer threads (BENCH_MIXED_SECONDS)|Mitems/s|speed|ratio|>=|1.0"
 )
 
 selected() {
