@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <pthread.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -650,6 +651,266 @@ static double case_io_plain(void) {
     return (double)IO_FILE_SIZE / 1e6 / ((double)(t1 - t0) / 1e9);
 }
 
+// --- Queue churn with the usual extras (ns per queue) -----------------------------------
+// Each queue is created inactive, given a target (one shared serial queue), queue-specific
+// data with a destructor, activated, sent one item and one 1 ms dispatch_after, and
+// released. The clock stops when every item, every after and every destructor has run.
+// (bench.c is compiled without -fblocks, so the item is a function item; a block made by
+// dispatch_block_create is not measured here.)
+static char churn_key;
+static atomic_uint_fast64_t churn_destroyed;
+static void churn_destructor(void *context) {
+    (void)context;
+    atomic_fetch_add_explicit(&churn_destroyed, 1, memory_order_relaxed);
+}
+
+static void churn_round(dispatch_queue_t target, uint64_t n) {
+    dispatch_queue_attr_t inactive = dispatch_queue_attr_make_initially_inactive(DISPATCH_QUEUE_SERIAL);
+    for (uint64_t i = 0; i < n; i++) {
+        dispatch_queue_t q = dispatch_queue_create("bench.churn", inactive);
+        dispatch_set_target_queue(q, target);
+        dispatch_queue_set_specific(q, &churn_key, (void *)(uintptr_t)(i + 1), churn_destructor);
+        dispatch_activate(q);
+        dispatch_async_f(q, NULL, bump_shared);
+        dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 1000000), q, NULL, bump_shared);
+        dispatch_release(q);
+    }
+}
+
+static void wait_for_destroyed(uint64_t expected) {
+    uint64_t deadline = now_ns() + 60 * 1000000000ull;
+    while (atomic_load_explicit(&churn_destroyed, memory_order_acquire) < expected) {
+        if (now_ns() > deadline) fail("queue_churn: destructors did not all run within 60 s");
+        sched_yield();
+    }
+}
+
+static double case_queue_churn(void) {
+    const uint64_t n = 100000;
+    dispatch_queue_t target = dispatch_queue_create("bench.churn.target", DISPATCH_QUEUE_SERIAL);
+    churn_round(target, 10000);                              // warm-up
+    wait_for_shared_count(2 * 10000);
+    wait_for_destroyed(10000);
+    atomic_store(&shared_count, 0);
+    atomic_store(&churn_destroyed, 0);
+    uint64_t t0 = now_ns();
+    churn_round(target, n);
+    wait_for_shared_count(2 * n);
+    wait_for_destroyed(n);
+    uint64_t t1 = now_ns();
+    if (atomic_load(&shared_count) != 2 * n) fail("queue_churn: an item ran twice");
+    return (double)(t1 - t0) / (double)n;
+}
+
+// --- 1M items onto a suspended serial queue, then resume (ns per item) -----------------
+// Two rows from one procedure: the submit cost per item while the queue is suspended, and
+// the drain cost per item from dispatch_resume until the last item has run.
+static dispatch_semaphore_t backlog_done;
+static void backlog_last(void *context) {
+    (void)context;
+    plain_count++;
+    dispatch_semaphore_signal(backlog_done);
+}
+
+static void backlog_round(dispatch_queue_t q, uint64_t n, uint64_t *submit_ns, uint64_t *drain_ns) {
+    plain_count = 0;
+    dispatch_suspend(q);
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 1; i < n; i++) dispatch_async_f(q, NULL, bump_plain);
+    dispatch_async_f(q, NULL, backlog_last);
+    uint64_t t1 = now_ns();
+    if (plain_count != 0) fail("suspended_backlog: an item ran on a suspended queue");
+    dispatch_resume(q);
+    dispatch_semaphore_wait(backlog_done, DISPATCH_TIME_FOREVER);
+    uint64_t t2 = now_ns();
+    if (plain_count != n) fail("suspended_backlog: not every item ran");
+    *submit_ns = t1 - t0;
+    *drain_ns = t2 - t1;
+}
+
+static double backlog_per_item(int drain) {
+    const uint64_t n = 1000000;
+    uint64_t submit, drained;
+    dispatch_queue_t q = dispatch_queue_create("bench.backlog", DISPATCH_QUEUE_SERIAL);
+    backlog_done = dispatch_semaphore_create(0);
+    backlog_round(q, 100000, &submit, &drained);              // warm-up
+    backlog_round(q, n, &submit, &drained);
+    dispatch_release(q);
+    return (double)(drain ? drained : submit) / (double)n;
+}
+
+static double case_backlog_submit(void) { return backlog_per_item(0); }
+static double case_backlog_drain(void) { return backlog_per_item(1); }
+
+// --- Mixed work from 4 producer threads (Mitems/s) -------------------------------------
+// Four threads submit for BENCH_MIXED_SECONDS seconds (default 60; run.sh passes a shorter
+// default) a mix chosen by a per-thread xorshift, the same sequence on both sides:
+//   35% async onto one of 4 shared serial queues (FIFO per producer checked)
+//    5% dispatch_sync_f onto one of those serial queues (in the same FIFO sequence)
+//   20% async onto a shared concurrent queue, every 10th of a producer's a barrier
+//       (a barrier checks that it runs alone)
+//   15% dispatch_group_async_f onto the global queue (every 1,000th a group_notify_f)
+//    2% dispatch_apply_f, 8 iterations on the global queue
+//    5% dispatch_after_f, 0-1 ms, onto the global queue
+//   10% dispatch_source_merge_data on the producer's DATA_ADD source
+//    7% one byte written into the producer's pipe, read by a dispatch_io stream channel
+//    1% an item on the global queue that blocks (usleep 50 us)
+// Four 1 ms repeating timers run on the serial queues meanwhile. An operation counts when
+// its work has run (the sync and apply calls when they return, a merge or a byte when a
+// handler has seen it); each producer keeps at most MIXED_WINDOW operations outstanding.
+// When the time is up the producers stop and the clock stops once every operation has run.
+enum { MIXED_PRODUCERS = 4, MIXED_SERIAL = 4, MIXED_TIMERS = 4, MIXED_WINDOW = 10000 };
+struct mixed_counter { atomic_uint_fast64_t done; char pad[64 - sizeof(atomic_uint_fast64_t)]; };
+static struct mixed_counter mixed_done[MIXED_PRODUCERS] __attribute__((aligned(64)));
+static dispatch_queue_t mixed_serial[MIXED_SERIAL], mixed_concurrent;
+static dispatch_group_t mixed_group[MIXED_PRODUCERS];
+static dispatch_source_t mixed_data[MIXED_PRODUCERS], mixed_timer[MIXED_TIMERS];
+static int mixed_pipe[MIXED_PRODUCERS][2];
+static uint64_t mixed_expected[MIXED_SERIAL][MIXED_PRODUCERS];   // touched only on serial queue q
+static atomic_int mixed_running, mixed_stop, mixed_start;
+static atomic_uint_fast64_t mixed_timer_fires;
+static uint64_t mixed_submitted[MIXED_PRODUCERS];
+
+// A context packs the producer (bits 0-1), the serial queue (bits 2-3) and a FIFO sequence.
+#define MIXED_PRODUCER(c) ((uintptr_t)(c) & 3)
+static void mixed_count(void *context) {
+    atomic_fetch_add_explicit(&mixed_done[MIXED_PRODUCER(context)].done, 1, memory_order_release);
+}
+static void mixed_fifo(void *context) {
+    uintptr_t c = (uintptr_t)context;
+    uint64_t *expected = &mixed_expected[(c >> 2) & 3][c & 3];
+    if (c >> 4 != *expected) fail("mixed: a serial queue ran a producer's items out of order");
+    (*expected)++;
+    mixed_count(context);
+}
+static void mixed_concurrent_item(void *context) {
+    atomic_fetch_add_explicit(&mixed_running, 1, memory_order_acquire);
+    atomic_fetch_sub_explicit(&mixed_running, 1, memory_order_release);
+    mixed_count(context);
+}
+static void mixed_barrier_item(void *context) {
+    if (atomic_load_explicit(&mixed_running, memory_order_acquire) != 0) fail("mixed: a barrier ran beside other items");
+    mixed_count(context);
+}
+static void mixed_blocking(void *context) {
+    usleep(50);
+    mixed_count(context);
+}
+static void mixed_apply_body(void *context, size_t i) { (void)context; (void)i; }
+static void mixed_data_event(void *context) {
+    uintptr_t p = (uintptr_t)context;
+    atomic_fetch_add_explicit(&mixed_done[p].done, dispatch_source_get_data(mixed_data[p]), memory_order_release);
+}
+static void mixed_io_handler(void *context, bool done, dispatch_data_t data, int error) {
+    (void)done;
+    if (error) fail("mixed: pipe read error");
+    if (data) {
+        atomic_fetch_add_explicit(&mixed_done[(uintptr_t)context].done, dispatch_data_get_size(data),
+                                  memory_order_release);
+    }
+}
+static void mixed_timer_event(void *context) {
+    (void)context;
+    atomic_fetch_add_explicit(&mixed_timer_fires, 1, memory_order_relaxed);
+}
+
+static void *mixed_producer(void *argument) {
+    uintptr_t p = (uintptr_t)argument;
+    uint32_t seed = 2463534242u + (uint32_t)p * 7919u;
+    uint64_t submitted = 0, fifo_seq[MIXED_SERIAL] = {0}, concurrent = 0, grouped = 0;
+    dispatch_queue_t global = global_queue();
+    while (!atomic_load(&mixed_start)) sched_yield();
+    while (!atomic_load_explicit(&mixed_stop, memory_order_relaxed)) {
+        while (submitted - atomic_load_explicit(&mixed_done[p].done, memory_order_acquire) > MIXED_WINDOW) {
+            sched_yield();
+        }
+        seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;
+        unsigned r = seed % 100, q = (seed >> 8) % MIXED_SERIAL;
+        void *plain = (void *)p;
+        submitted++;
+        if (r < 35 || r >= 99) {
+            if (r >= 99) {                                          // 1%: blocking
+                dispatch_async_f(global, plain, mixed_blocking);
+                continue;
+            }
+            void *c = (void *)(p | (uintptr_t)q << 2 | (uintptr_t)fifo_seq[q]++ << 4);
+            dispatch_async_f(mixed_serial[q], c, mixed_fifo);
+        } else if (r < 40) {
+            void *c = (void *)(p | (uintptr_t)q << 2 | (uintptr_t)fifo_seq[q]++ << 4);
+            dispatch_sync_f(mixed_serial[q], c, mixed_fifo);
+        } else if (r < 60) {
+            if (++concurrent % 10 == 0) dispatch_barrier_async_f(mixed_concurrent, plain, mixed_barrier_item);
+            else dispatch_async_f(mixed_concurrent, plain, mixed_concurrent_item);
+        } else if (r < 75) {
+            if (++grouped % 1000 == 0) dispatch_group_notify_f(mixed_group[p], mixed_serial[q], plain, mixed_count);
+            else dispatch_group_async_f(mixed_group[p], global, plain, mixed_count);
+        } else if (r < 77) {
+            dispatch_apply_f(8, global, NULL, mixed_apply_body);
+            mixed_count(plain);
+        } else if (r < 82) {
+            int64_t delay = (int64_t)((seed >> 4) % 1000) * 1000;
+            dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, delay), global, plain, mixed_count);
+        } else if (r < 92) {
+            dispatch_source_merge_data(mixed_data[p], 1);
+        } else {
+            if (write(mixed_pipe[p][1], "x", 1) != 1) fail("mixed: pipe write");
+        }
+    }
+    mixed_submitted[p] = submitted;
+    uint64_t give_up = now_ns() + 60000000000ull;
+    while (atomic_load_explicit(&mixed_done[p].done, memory_order_acquire) < submitted) {
+        if (now_ns() > give_up) fail("mixed: operations did not all complete within 60 s of the stop");
+        usleep(100);
+    }
+    return NULL;
+}
+
+static double case_mixed(void) {
+    const char *knob = getenv("BENCH_MIXED_SECONDS");
+    double seconds = knob ? atof(knob) : 60.0;
+    if (!(seconds > 0)) fail("mixed: BENCH_MIXED_SECONDS must be a positive number");
+    for (int q = 0; q < MIXED_SERIAL; q++) mixed_serial[q] = dispatch_queue_create("bench.mixed.serial", NULL);
+    mixed_concurrent = dispatch_queue_create("bench.mixed.concurrent", DISPATCH_QUEUE_CONCURRENT);
+    for (uintptr_t p = 0; p < MIXED_PRODUCERS; p++) {
+        mixed_group[p] = dispatch_group_create();
+        mixed_data[p] = dispatch_source_create(DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, mixed_serial[p % MIXED_SERIAL]);
+        dispatch_set_context(mixed_data[p], (void *)p);
+        dispatch_source_set_event_handler_f(mixed_data[p], mixed_data_event);
+        dispatch_activate(mixed_data[p]);
+        if (pipe(mixed_pipe[p]) != 0) fail("mixed: pipe");
+        dispatch_io_t channel = dispatch_io_create_f(DISPATCH_IO_STREAM, mixed_pipe[p][0], global_queue(), NULL, NULL);
+        dispatch_io_set_low_water(channel, 1);
+        dispatch_io_read_f(channel, 0, SIZE_MAX, mixed_serial[p % MIXED_SERIAL], (void *)p, mixed_io_handler);
+    }
+    for (int t = 0; t < MIXED_TIMERS; t++) {
+        mixed_timer[t] = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, mixed_serial[t % MIXED_SERIAL]);
+        dispatch_source_set_event_handler_f(mixed_timer[t], mixed_timer_event);
+        dispatch_source_set_timer(mixed_timer[t], dispatch_time(DISPATCH_TIME_NOW, 1000000), 1000000, 0);
+        dispatch_activate(mixed_timer[t]);
+    }
+    pthread_t producers[MIXED_PRODUCERS];
+    for (uintptr_t p = 0; p < MIXED_PRODUCERS; p++) {
+        if (pthread_create(&producers[p], NULL, mixed_producer, (void *)p) != 0) fail("mixed: pthread_create");
+    }
+    uint64_t t0 = now_ns();
+    atomic_store(&mixed_start, 1);
+    usleep((useconds_t)(seconds * 1e6));
+    atomic_store(&mixed_stop, 1);
+    for (int p = 0; p < MIXED_PRODUCERS; p++) pthread_join(producers[p], NULL);
+    uint64_t t1 = now_ns();
+    uint64_t total = 0;
+    for (int p = 0; p < MIXED_PRODUCERS; p++) {
+        if (atomic_load(&mixed_done[p].done) != mixed_submitted[p]) fail("mixed: an operation ran twice");
+        total += mixed_submitted[p];
+    }
+    if (atomic_load(&mixed_timer_fires) == 0) fail("mixed: the timers never fired");
+    if (getenv("BENCH_VERBOSE")) {   // for profiles: cost per operation = instructions / operations
+        fprintf(stderr, "mixed: %llu operations in %.3f s, %llu timer fires\n", (unsigned long long)total,
+                (double)(t1 - t0) / 1e9, (unsigned long long)atomic_load(&mixed_timer_fires));
+    }
+    return items_per_us(total, t1 - t0);
+}
+
 static const struct {
     const char *name;
     double (*run)(void);
@@ -679,6 +940,10 @@ static const struct {
     {"io_stream", case_io_stream},
     {"io_random", case_io_random},
     {"io_plain", case_io_plain},
+    {"queue_churn", case_queue_churn},
+    {"backlog_submit", case_backlog_submit},
+    {"backlog_drain", case_backlog_drain},
+    {"mixed", case_mixed},
 };
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,44 @@ uint64_t gc_walltime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int32_t gc_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
+// gettid and getpid are system calls (glibc caches neither), and the engine asks for them
+// on paths that run per item: every source handler records its thread, a dispatch_sync
+// that waits checks for the main thread. Both are cached, the thread id per thread and the
+// process id per process. A forked child's one thread (the one that called fork) has new
+// ids: a pthread_atfork child handler, registered before the first id is cached, forgets
+// both there. (A child made by a raw clone(2) without CLONE_VM is not seen; libdispatch's
+// cached thread id has the same limit.)
+static __thread int32_t gc_cached_tid __attribute__((tls_model("initial-exec")));
+static _Atomic int32_t gc_cached_pid;
+static pthread_once_t gc_id_once = PTHREAD_ONCE_INIT;
+
+static void gc_id_forget(void) {
+    gc_cached_tid = 0;
+    atomic_store_explicit(&gc_cached_pid, 0, memory_order_relaxed);
+}
+
+static void gc_id_register(void) { pthread_atfork(NULL, NULL, gc_id_forget); }
+
+int32_t gc_thread_id(void) {
+    int32_t tid = gc_cached_tid;
+    if (__builtin_expect(tid == 0, 0)) {
+        pthread_once(&gc_id_once, gc_id_register);
+        tid = (int32_t)syscall(SYS_gettid);
+        gc_cached_tid = tid;
+    }
+    return tid;
+}
+
+int32_t gc_process_id(void) {
+    // Relaxed: every thread that stores it stores the same value, the one getpid returns.
+    int32_t pid = atomic_load_explicit(&gc_cached_pid, memory_order_relaxed);
+    if (__builtin_expect(pid == 0, 0)) {
+        pthread_once(&gc_id_once, gc_id_register);
+        pid = (int32_t)syscall(SYS_getpid);
+        atomic_store_explicit(&gc_cached_pid, pid, memory_order_relaxed);
+    }
+    return pid;
+}
 
 int32_t gc_thread_nice(void) {
     errno = 0;

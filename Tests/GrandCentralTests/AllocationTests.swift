@@ -101,6 +101,24 @@ final class AllocationTests: XCTestCase {
         XCTAssertLessThan(fewest, 300, "allocations in 2,000 concurrentPerform calls, fewest of three rounds (was 6 per call)")
         XCTAssertEqual(hits.value, (10_000 + 2000 * rounds) * 100, "every iteration ran")
     }
+
+    func testRetargetingANewQueueAllocatesNothing() {
+        // A new queue's first target is a root queue, which setTarget replaces without
+        // parking it (roots live as long as the process): queue churn's "created inactive,
+        // then given a target" costs no allocation (it cost one, the parked-targets array).
+        let target = DispatchQueue(label: "test.allocation.target")
+        let queues = (0..<(calls + 100)).map { _ in
+            DispatchQueue(label: "test.allocation.retarget", attributes: .initiallyInactive)
+        }
+        var next = 0
+        XCTAssertEqual(threadAllocations { queues[next].setTarget(queue: target); next += 1 }, 0)
+        let box = Box()
+        for queue in queues {
+            queue.activate()
+            queue.sync { box.value += 1 }
+        }
+        XCTAssertEqual(box.value, calls + 100, "every retargeted queue runs its work")
+    }
 }
 
 private final class Box: @unchecked Sendable { var value = 0 }

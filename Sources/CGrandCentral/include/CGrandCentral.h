@@ -52,8 +52,10 @@ void gc_prohibit_multithreaded(bool prohibit);
 void gc_fork_set_child_hook(void (*hook)(void));
 /// The child handler, run by hand (dispatch_atfork_child).
 void gc_fork_child_now(void);
-/// The kernel thread id of the caller.
+/// The kernel thread id of the caller (cached per thread, forgotten in a forked child).
 int32_t gc_thread_id(void);
+/// The process id (cached, forgotten in a forked child).
+int32_t gc_process_id(void);
 /// The nice value of the calling thread (getpriority of its thread id).
 int32_t gc_thread_nice(void);
 /// Sets the calling thread's nice value (setpriority of its thread id). Returns 0 or an

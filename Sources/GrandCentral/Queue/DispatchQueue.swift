@@ -68,8 +68,8 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     var relativePriority: Int32
     /// Root queues only: serializes consumers (the list is multi-producer, single-consumer).
     let rootPopLock = Atomic<Bool>(false)
-    /// dispatch_queue_set_specific storage, created on first use.
-    var specifics: QueueSpecifics?
+    /// dispatch_queue_set_specific storage (QueueSpecifics.swift); empty until first use.
+    var specifics: [QueueSpecifics.Entry] = []
     let specificsLock = SpinLock()
 
     static let maximumWidth: UInt32 = 4094
@@ -118,7 +118,7 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
             ThreadNames.queueWillFree()  // the monitor may be copying it into a thread's name
             free(ownedLabel)
         }
-        specifics?.destroyAll()
+        QueueSpecifics.destroyAll(specifics)
     }
 
     // MARK: Identity

@@ -49,15 +49,19 @@ extension DispatchQueue {
 
     /// `dispatch_set_target_queue`. Allowed any time, as in libdispatch; the change is
     /// seen by the next wakeup. The old target stays retained until this queue goes away,
-    /// since a producer may be pushing a drain node onto it right now.
+    /// since a producer may be pushing a drain node onto it right now (a root queue needs
+    /// no reference: it lives as long as the process).
     final func setTargetQueue(_ newTarget: DispatchQueue?, caller: StaticString) {
         if isGlobal { return }
         if role == .runloop { clientBug(caller, "the target of a run loop's queue cannot be changed") }
         let target = newTarget ?? RootQueues.queue(qos: qosLevel, overcommit: role == .serial)
-        var ancestor: DispatchQueue? = target
+        // Walked without retains: each queue's target is kept alive by the queue below it
+        // (a replaced one is parked in that queue's `retiredTargets`), and `target` by us.
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var ancestor: Unmanaged<DispatchQueue>? = Unmanaged.passUnretained(target)
         while let a = ancestor {
-            if a === self { clientBug(caller, "setting the target queue would create a cycle") }
-            ancestor = a.targetQueue
+            if a.toOpaque() == me { clientBug(caller, "setting the target queue would create a cycle") }
+            ancestor = a._withUnsafeGuaranteedRef { $0.unmanagedTarget }
         }
         let bits = UInt(bitPattern: Unmanaged.passRetained(target).toOpaque())
         // Releasing: pairs with the acquiring loads of `targetBits` (`unmanagedTarget`,
@@ -66,7 +70,10 @@ extension DispatchQueue {
         let old = targetBits.exchange(bits, ordering: .acquiringAndReleasing)
         if old != 0 {
             let previous = Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).takeRetainedValue()
-            specificsLock.withLock { retiredTargets.append(previous) }
+            // A root queue lives as long as the process (`RootQueues.all` holds it), so a
+            // thread still pushing onto it as our old target needs no parked reference (and
+            // a queue created inactive and retargeted, the usual case, allocates nothing).
+            if previous.role != .root { specificsLock.withLock { retiredTargets.append(previous) } }
         }
     }
 

@@ -1,24 +1,26 @@
 import CGrandCentral
 
-/// `dispatch_queue_set_specific` storage: a short list of (key, context, destructor). Keys
-/// are compared by address and never dereferenced. Guarded by the queue's `specificsLock`.
-/// A replaced or removed context's destructor runs asynchronously on the default root
-/// queue, as in libdispatch.
-final class QueueSpecifics {
+/// `dispatch_queue_set_specific` storage: a short array of (key, context, destructor) held
+/// by the queue itself (`DispatchQueue.specifics`, guarded by its `specificsLock`). Keys
+/// are compared by address and never dereferenced. A replaced or removed context's
+/// destructor runs asynchronously on the default root queue, as in libdispatch. The array
+/// is the queue's field, not a separate object holding one: a queue with one key costs one
+/// allocation (the array's buffer), and a queue with none costs nothing (the empty array
+/// is static).
+enum QueueSpecifics {
     struct Entry {
         var key: UnsafeRawPointer
         var context: UnsafeMutableRawPointer?
         var destructor: DispatchFunction?
     }
-    var entries: [Entry] = []
 
-    func destroyAll() {
+    /// Hands every destructor its context, on the default root queue (the queue is gone).
+    static func destroyAll(_ entries: [Entry]) {
         for entry in entries {
             if let destructor = entry.destructor, entry.context != nil {
                 DispatchQueue.defaultRootQueue.enqueue(destructor, entry.context)
             }
         }
-        entries.removeAll()
     }
 }
 
@@ -26,17 +28,15 @@ extension DispatchQueue {
     final func setSpecific(key: UnsafeRawPointer, context: UnsafeMutableRawPointer?, destructor: DispatchFunction?) {
         var replaced: QueueSpecifics.Entry?
         specificsLock.withLock {
-            let store = specifics ?? QueueSpecifics()
-            specifics = store
-            if let index = store.entries.firstIndex(where: { $0.key == key }) {
-                replaced = store.entries[index]
+            if let index = specifics.firstIndex(where: { $0.key == key }) {
+                replaced = specifics[index]
                 if context == nil {
-                    store.entries.remove(at: index)
+                    specifics.remove(at: index)
                 } else {
-                    store.entries[index] = .init(key: key, context: context, destructor: destructor)
+                    specifics[index] = .init(key: key, context: context, destructor: destructor)
                 }
             } else if context != nil {
-                store.entries.append(.init(key: key, context: context, destructor: destructor))
+                specifics.append(.init(key: key, context: context, destructor: destructor))
             }
         }
         if let old = replaced, let destructor = old.destructor, old.context != nil {
@@ -47,7 +47,7 @@ extension DispatchQueue {
     /// The context for `key` on this queue alone.
     final func getSpecific(key: UnsafeRawPointer) -> UnsafeMutableRawPointer? {
         specificsLock.withLock {
-            specifics?.entries.first(where: { $0.key == key })?.context
+            specifics.first(where: { $0.key == key })?.context
         }
     }
 

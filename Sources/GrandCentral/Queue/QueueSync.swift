@@ -404,7 +404,7 @@ extension DispatchQueue {
     }
 }
 
-/// The main thread's kernel id is the process id. Asked each time rather than cached, so
-/// the answer stays right in a forked child.
+/// The main thread's kernel id is the process id. Both ids are cached (no system call per
+/// ask) and forgotten in a forked child, so the answer stays right there.
 @inline(__always)
-func isMainThread() -> Bool { gc_thread_id() == Int32(getpid()) }
+func isMainThread() -> Bool { gc_thread_id() == gc_process_id() }
