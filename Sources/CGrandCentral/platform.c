@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -78,6 +79,30 @@ uint64_t gc_walltime_ns(void) {
 }
 
 int32_t gc_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
+
+int32_t gc_thread_nice(void) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)gc_thread_id());
+    return errno == 0 ? (int32_t)nice : 0;
+}
+
+int gc_thread_set_nice(int32_t nice) {
+    return setpriority(PRIO_PROCESS, (id_t)gc_thread_id(), nice) == 0 ? 0 : errno;
+}
+
+int32_t gc_nice_floor(void) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) == 0 && (data[CAP_SYS_NICE / 32].effective & (1u << (CAP_SYS_NICE % 32)))) {
+        return -20;
+    }
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NICE, &limit) != 0) return 20;
+    // RLIMIT_NICE r allows nice values down to 20 - r (r is 1..40 for nice 19..-20).
+    rlim_t r = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > 40 ? 40 : limit.rlim_cur;
+    return 20 - (int32_t)r;
+}
 
 struct gc_thread_start {
     void (*body)(void *);

@@ -53,6 +53,15 @@ void gc_fork_set_child_hook(void (*hook)(void));
 void gc_fork_child_now(void);
 /// The kernel thread id of the caller.
 int32_t gc_thread_id(void);
+/// The nice value of the calling thread (getpriority of its thread id).
+int32_t gc_thread_nice(void);
+/// Sets the calling thread's nice value (setpriority of its thread id). Returns 0 or an
+/// errno (EACCES: lowering it needs CAP_SYS_NICE or RLIMIT_NICE).
+int gc_thread_set_nice(int32_t nice);
+/// The lowest nice value a thread of this process may set, as the kernel rules it: -20
+/// with CAP_SYS_NICE in the effective set, else 20 - RLIMIT_NICE's soft limit (20 with the
+/// usual limit of 0: no thread may lower its nice value at all; raising is always allowed).
+int32_t gc_nice_floor(void);
 /// Names thread `tid` of this process (what `top -H`, `ps -L` and gdb show), truncated to
 /// the kernel's 15 characters. What `pthread_setname_np` does for another thread (writes
 /// /proc/self/task/<tid>/comm), by thread id, so a thread that has exited is an ENOENT,

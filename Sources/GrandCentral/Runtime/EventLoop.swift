@@ -116,20 +116,20 @@ final class EventLoop: @unchecked Sendable {
     let poll: Int32
     private let wakeupDescriptor: Int32
     /// `DebugLog.enabled`, copied at init (a stored flag, not a lazy global).
-    private let debug: Bool
+    let debug: Bool
 
     // MARK: Shared between threads (atomics only)
 
     /// Timers whose request changed (arm, suspend, resume, disarm, cancel).
-    private let timerInbox = EventLoopInbox<TimerInboxLink>()
+    let timerInbox = EventLoopInbox<TimerInboxLink>()
     /// Descriptor registrations and unregistrations, in submission order.
-    let descriptorInbox = EventLoopInbox<DescriptorCommandLink>()
+    let descriptorInbox = RegistrationInbox<DescriptorRegistration>()
     /// Registrations whose owner asked to be told about readiness again.
     let rearmInbox = EventLoopInbox<DescriptorRearmLink>()
     /// Vnode sources' registrations and unregistrations (EventLoopFiles.swift).
-    let fileInbox = EventLoopInbox<FileCommandLink>()
+    let fileInbox = RegistrationInbox<FileRegistration>()
     /// Signal registrations and unregistrations, in submission order.
-    let signalInbox = EventLoopInbox<SignalCommandLink>()
+    let signalInbox = RegistrationInbox<SignalRegistration>()
     /// The event thread's kernel thread id, 0 until it has blocked every signal (see
     /// EventLoopSignals.swift). Stored once by the event thread.
     let kernelThreadID = Atomic<Int32>(0)
@@ -141,9 +141,9 @@ final class EventLoop: @unchecked Sendable {
     private let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
     /// is disarmed. Written by the event thread, read by `scheduleTimer`.
-    private let nextFireUptime = Atomic<UInt64>(UInt64.max)
-    private let nextFireWall = Atomic<UInt64>(UInt64.max)
-    private let nextFireBoot = Atomic<UInt64>(UInt64.max)
+    let nextFireUptime = Atomic<UInt64>(UInt64.max)
+    let nextFireWall = Atomic<UInt64>(UInt64.max)
+    let nextFireBoot = Atomic<UInt64>(UInt64.max)
     /// The event thread's `pthread_self()`, 0 until it starts. Stored once by the event
     /// thread and read by timer requests, which skip the wakeup when they run there (the
     /// loop checks its inbox again before it waits). Relaxed suffices: a thread that reads
@@ -155,20 +155,20 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Event thread only
 
-    private var heaps = [TimerHeap](repeating: TimerHeap(), count: DispatchClock.Kind.allCases.count)
+    var heaps = [TimerHeap](repeating: TimerHeap(), count: DispatchClock.Kind.allCases.count)
     /// The timerfd of each clock, or -1 until a timer on that clock arrives.
-    private var timerDescriptors = [Int32](repeating: -1, count: DispatchClock.Kind.allCases.count)
+    var timerDescriptors = [Int32](repeating: -1, count: DispatchClock.Kind.allCases.count)
     /// Per clock, the timerfd made when the library was loaded and already in the epoll
     /// (`gc_event_take_reserved`), which `timerDescriptors` takes with the clock's first
     /// timer; a negative errno when there is none (then that timer creates one).
-    private let reservedTimerDescriptors: [Int32]
+    let reservedTimerDescriptors: [Int32]
     /// The empty signalfd made when the library was loaded and already in the epoll, which
     /// the first signal source takes (EventLoopSignals.swift); a negative errno if none.
     let reservedSignalDescriptor: Int32
     /// The instant each timerfd is armed for, 0 when disarmed.
-    private var armedInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
+    var armedInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Each clock as read at the start of the current pass (0 before its first timer).
-    private var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
+    var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
     var descriptors = DescriptorTable()
     /// The inotify instance and its watches (see EventLoopFiles.swift).
@@ -214,6 +214,7 @@ final class EventLoop: @unchecked Sendable {
         if threadStarted.load(ordering: .acquiring) { return true }
         let context = Unmanaged.passRetained(self).toOpaque()
         let error = gc_thread_create({ raw in
+            ThreadPriority.enterEventThread()
             Unmanaged<EventLoop>.fromOpaque(raw!).takeUnretainedValue().run()
         }, context, ThreadNames.event)
         if error != 0 {
@@ -225,160 +226,6 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
-    // MARK: - Timers
-
-    /// One-shot: calls `fire(context)` on the event thread once `deadline` (a
-    /// `dispatch_time_t` on any clock) has passed, at the wakeup the timer policy chooses
-    /// (at the deadline, or later but no later than `deadline + leeway` when that lets it
-    /// share a wakeup with other timers; never early). DISPATCH_TIME_NOW and other past
-    /// deadlines fire at once; FOREVER never fires. Returns a token for `cancelTimer`.
-    /// Any thread.
-    func scheduleTimer(deadline: UInt64, leeway: UInt64, fire: DispatchFunction,
-                       context: UnsafeMutableRawPointer?) -> TimerToken {
-        let node = TimerNode(fire: fire, context: context)
-        armTimer(node, deadline: deadline, leeway: leeway)
-        return TimerToken(node: node)
-    }
-
-    /// Cancels a one-shot timer. Returns true when the timer will never fire; false when
-    /// it already fired or is firing right now (its callback owns the context), or was
-    /// cancelled before. Any thread.
-    func cancelTimer(_ token: TimerToken) -> Bool {
-        cancelTimer(token.node, completion: nil, context: nil)
-    }
-
-    // MARK: - Reusable timers (the interface timer sources use)
-    //
-    // A timer source makes one `TimerNode(fire:context:)` and keeps it. Calls for one node
-    // may come from any thread, but the owner serializes them (its own lock or queue):
-    // the protocol coalesces requests, it does not order two racing owners. `fire` and a
-    // cancel's completion run on the event thread, one at a time, and must only hand work
-    // elsewhere (push onto a queue, bump a counter); they may call these functions.
-
-    /// Arms `node` to fire once at `deadline` (a `dispatch_time_t`; FOREVER: armed, but it
-    /// never fires), with `leeway`, replacing any earlier arm that has not fired. The node
-    /// stays in the heap it was in (it is re-sorted, not reallocated). A suspended node
-    /// keeps the new arm for its resume. Returns the arm's number, which a `fire` callback
-    /// can compare with `node.appliedArm` (a fire of an older arm can be in flight while
-    /// this returns). Ignored, returning 0, after `cancelTimer`.
-    @discardableResult
-    func armTimer(_ node: TimerNode, deadline: UInt64, leeway: UInt64) -> UInt64 {
-        let instant = DispatchClock.decode(deadline, resolvingNow: false)
-        let latest = instant.map { TimerNode.latest(deadline: $0.nanoseconds, leeway: leeway) } ?? 0
-        node.requestLock.lock()
-        if node.request.isCancelled {
-            node.requestLock.unlock()
-            return 0
-        }
-        node.request.arm &+= 1
-        let arm = node.request.arm
-        node.request.clock = instant?.kind
-        node.request.deadline = instant?.nanoseconds ?? 0
-        node.request.latest = latest
-        node.request.isArmed = true
-        let wake = node.request.wantsHeap
-        let push = enqueueLocked(node)
-        node.requestLock.unlock()
-        if push { timerInbox.push(node) }
-        // After the push (see the type's comment on `nextFire`). latest < limit <
-        // UInt64.max, so a clock with no timers always gets a wakeup.
-        if wake, let instant, latest < loadNextFire(instant.kind) { requestWakeupFromAnyThread() }
-        return arm
-    }
-
-    /// Takes `node` out of the heap and keeps it out until it is armed again (a timer
-    /// source set to FOREVER, or a one-shot source that has fired). Does not wake the loop.
-    func disarmTimer(_ node: TimerNode) {
-        updateRequest(node) { $0.isArmed = false }
-    }
-
-    /// Suspends `node`: it does not fire, and keeps its arm. Does not wake the loop. A
-    /// deadline that passes while suspended fires at once on resume.
-    func suspendTimer(_ node: TimerNode) {
-        updateRequest(node) { $0.isSuspended = true }
-    }
-
-    /// Resumes a suspended `node`.
-    func resumeTimer(_ node: TimerNode) {
-        var wake: (DispatchClock.Kind, UInt64)? = nil
-        updateRequest(node) { request in
-            request.isSuspended = false
-            if request.wantsHeap, let clock = request.clock { wake = (clock, request.latest) }
-        }
-        if let (clock, latest) = wake, latest < loadNextFire(clock) { requestWakeupFromAnyThread() }
-    }
-
-    /// Cancels `node`, finally. Returns true when this prevented a fire: `fire` will not be
-    /// called again. Later arms are ignored. On the event thread, after the node has left
-    /// the heap and after every `fire` call it will ever get, `completion(context)` runs
-    /// (if given). Returns false and runs nothing when the node was already cancelled.
-    @discardableResult
-    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?, context: UnsafeMutableRawPointer?) -> Bool {
-        node.requestLock.lock()
-        if node.request.isCancelled {
-            node.requestLock.unlock()
-            return false
-        }
-        // An arm at FOREVER counts as prevented too: "this timer will never fire" is what
-        // the caller learns, and it owns the context from here.
-        let prevented = node.request.isArmed && node.request.firedArm != node.request.arm
-        node.request.isCancelled = true
-        node.request.completion = completion
-        node.request.completionContext = context
-        let push = enqueueLocked(node)
-        node.requestLock.unlock()
-        if push { timerInbox.push(node) }
-        // Promptly, so the completion (a cancel handler) does not wait for a timer.
-        requestWakeupFromAnyThread()
-        return prevented
-    }
-
-    /// Applies `change` to the request and queues the node. Does not wake the loop.
-    private func updateRequest(_ node: TimerNode, _ change: (inout TimerRequest) -> Void) {
-        node.requestLock.lock()
-        if node.request.isCancelled {
-            node.requestLock.unlock()
-            return
-        }
-        change(&node.request)
-        let push = enqueueLocked(node)
-        node.requestLock.unlock()
-        if push { timerInbox.push(node) }
-    }
-
-    /// Marks the node queued; returns whether the caller must push it (it was not queued).
-    /// Under the node's request lock.
-    @inline(__always)
-    private func enqueueLocked(_ node: TimerNode) -> Bool {
-        if node.request.isQueued { return false }
-        node.request.isQueued = true
-        return true
-    }
-
-    /// A wakeup, unless the caller is the event thread: it checks the inboxes again after
-    /// the callbacks it runs, before it waits.
-    @inline(__always)
-    private func requestWakeupFromAnyThread() {
-        if eventThread.load(ordering: .relaxed) == pthread_self() { return }
-        requestWakeup()
-    }
-
-    private func loadNextFire(_ kind: DispatchClock.Kind) -> UInt64 {
-        switch kind {
-        case .uptime: return nextFireUptime.load(ordering: .sequentiallyConsistent)
-        case .wall: return nextFireWall.load(ordering: .sequentiallyConsistent)
-        case .boot: return nextFireBoot.load(ordering: .sequentiallyConsistent)
-        }
-    }
-
-    private func storeNextFire(_ kind: DispatchClock.Kind, _ value: UInt64) {
-        switch kind {
-        case .uptime: nextFireUptime.store(value, ordering: .sequentiallyConsistent)
-        case .wall: nextFireWall.store(value, ordering: .sequentiallyConsistent)
-        case .boot: nextFireBoot.store(value, ordering: .sequentiallyConsistent)
-        }
-    }
-
     // MARK: - Wakeup
 
     /// Makes the event thread run a pass soon. Any thread.
@@ -388,6 +235,14 @@ final class EventLoop: @unchecked Sendable {
         }
         // Not started yet (pthread_create failed): try again; the eventfd stays readable.
         if !threadStarted.load(ordering: .relaxed) { _ = startThread() }
+    }
+
+    /// A wakeup, unless the caller is the event thread: it checks the inboxes again after
+    /// the callbacks it runs, before it waits.
+    @inline(__always)
+    func requestWakeupFromAnyThread() {
+        if eventThread.load(ordering: .relaxed) == pthread_self() { return }
+        requestWakeup()
     }
 
     // MARK: - The loop (event thread only from here on)
@@ -457,127 +312,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func drainInboxes() {
-        timerInbox.drain { node in apply(node) }
+        timerInbox.drain { node in applyTimerRequest(node) }
         drainDescriptorInboxes()
         drainFileInbox()
         drainSignalInbox()
-    }
-
-    /// Makes the heap agree with `node`'s request: in the heap at the requested arm if the
-    /// request wants it there, out otherwise; a cancel also runs its completion.
-    private func apply(_ node: TimerNode) {
-        node.requestLock.lock()
-        let request = node.request
-        node.request.isQueued = false
-        if request.isCancelled {
-            // The completion is the event thread's to run, once.
-            node.request.completion = nil
-            node.request.completionContext = nil
-        }
-        node.requestLock.unlock()
-        if node.isRetired { return }
-        if node.isInHeap && (!request.wantsHeap || node.appliedArm != request.arm) {
-            heaps[node.clock.rawValue].remove(node)
-        }
-        if request.isCancelled {
-            node.isRetired = true
-            request.completion?(request.completionContext)
-            return
-        }
-        if request.wantsHeap, !node.isInHeap, let clock = request.clock {
-            node.clock = clock
-            node.deadline = request.deadline
-            node.latest = request.latest
-            node.appliedArm = request.arm
-            let k = clock.rawValue
-            if timerDescriptors[k] < 0 {
-                createTimerDescriptor(clock)
-                heaps[k].insert(node)  // no reading of this clock yet
-            } else {
-                // Read before the inboxes were emptied, and what `serviceTimers` pops at.
-                heaps[k].insert(node, now: passInstants[k])
-            }
-        }
-    }
-
-    /// Reads every clock that has timers into `passInstants`.
-    private func readClocks() {
-        for kind in DispatchClock.Kind.allCases where timerDescriptors[kind.rawValue] >= 0 {
-            passInstants[kind.rawValue] = DispatchClock.read(kind)
-        }
-    }
-
-    /// Fires every timer due at the pass's clock readings, then arms each clock's timerfd
-    /// at its wakeup A (see `TimerHeap`). Returns whether a timer fired. (A clock whose
-    /// first timer arrived in this pass has no reading yet: its timerfd is armed, and
-    /// expires at once if the timer is due.)
-    private func serviceTimers() -> Bool {
-        var fired = false
-        for kind in DispatchClock.Kind.allCases {
-            let k = kind.rawValue
-            if timerDescriptors[k] < 0 { continue }
-            // Fire only at a wakeup: when the clock has reached the group's instant A. A pass
-            // that comes earlier (the inbox, a descriptor, or the timerfd of an instant that
-            // a newly arrived timer has since moved later) fires nothing: the due timers are
-            // in the group, and A is within each one's window. A timer that arrived already
-            // due makes `wakeupInstant()` that past deadline: it fires at once, with every
-            // due timer before it in deadline order.
-            if let wakeup = heaps[k].wakeupInstant(), wakeup <= passInstants[k] {
-                while let node = heaps[k].popDue(now: passInstants[k]) {
-                    // Fire only if the heap entry is the owner's latest word: with a
-                    // request waiting, applying it decides (and fires in this pass if the
-                    // request still wants it, since its deadline has passed).
-                    node.requestLock.lock()
-                    let commit = !node.request.isQueued
-                    if commit { node.request.firedArm = node.request.arm }
-                    node.requestLock.unlock()
-                    if commit {
-                        fired = true
-                        node.fire(node.context)
-                    }
-                }
-            }
-            // 0 disarms a timerfd: a due timer at instant 0 (NOW) is armed at 1, also past.
-            let target = heaps[k].wakeupInstant().map { max($0, 1) } ?? 0
-            if target != armedInstants[k] {
-                let rc = gc_timerfd_arm(timerDescriptors[k], target, kind == .wall)
-                if rc != 0 { EventLoop.systemFailure("timerfd_settime", rc) }
-                armedInstants[k] = target
-                storeNextFire(kind, target == 0 ? UInt64.max : target)
-                if debug { logTimerArm(kind, target) }
-            }
-        }
-        return fired
-    }
-
-    /// The debug line for a re-arm at `target` (0: disarmed). Event thread only; cold.
-    @inline(never)
-    private func logTimerArm(_ kind: DispatchClock.Kind, _ target: UInt64) {
-        let k = kind.rawValue
-        let count = heaps[k].count
-        let timers = DebugLog.count(count, "timer") + " on the clock"
-        if target == 0 {
-            DebugLog.timer("\(kind) timerfd disarmed (\(timers))")
-            return
-        }
-        // A fresh reading: `passInstants` is 0 for a clock whose first timer came this pass.
-        let now = DispatchClock.read(kind)
-        let delay = target > now ? DebugLog.microseconds(target - now) : "0 µs (due now)"
-        // L − A: how much later than A the group of timers firing at A may fire.
-        // (Nothing to say for a group already due: it fires at once.)
-        let leeway = target > now ? heaps[k].windowEnd().map { $0 > target ? $0 - target : 0 } ?? 0 : 0
-        DebugLog.timer("\(kind) timerfd armed at +\(delay), leeway \(DebugLog.microseconds(leeway)) (\(timers))")
-    }
-
-    private func createTimerDescriptor(_ kind: DispatchClock.Kind) {
-        if reservedTimerDescriptors[kind.rawValue] >= 0 {
-            timerDescriptors[kind.rawValue] = reservedTimerDescriptors[kind.rawValue]
-            return
-        }
-        let descriptor = EventLoop.check(gc_timerfd_create(Int32(kind.rawValue)), "timerfd_create")
-        _ = EventLoop.check(gc_poll_control(poll, GC_POLL_ADD, descriptor, GC_POLL_IN,
-                                            EventLoop.internalData(descriptor)), "epoll_ctl")
-        timerDescriptors[kind.rawValue] = descriptor
     }
 
     // MARK: - epoll data

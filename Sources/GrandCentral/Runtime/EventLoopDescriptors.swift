@@ -102,33 +102,7 @@ final class DescriptorRegistration: @unchecked Sendable {
 }
 
 /// A registration, for `rearmDescriptor` and `unregisterDescriptor`.
-struct DescriptorToken: Sendable {
-    let registration: DescriptorRegistration
-}
-
-/// A registration change travelling to the event thread. Registrations come and go
-/// rarely (once per source), so each change is its own small allocation; that keeps
-/// register-then-unregister in submission order in one inbox.
-final class DescriptorCommand: @unchecked Sendable {
-    enum Kind {
-        case register
-        case unregister(completion: DispatchFunction, context: UnsafeMutableRawPointer?)
-    }
-
-    let kind: Kind
-    let registration: DescriptorRegistration
-    var link: UnsafeMutableRawPointer?
-
-    init(_ kind: Kind, _ registration: DescriptorRegistration) {
-        self.kind = kind
-        self.registration = registration
-    }
-}
-
-enum DescriptorCommandLink: EventLoopInboxLink {
-    static func next(of node: DescriptorCommand) -> UnsafeMutableRawPointer? { node.link }
-    static func setNext(of node: DescriptorCommand, to next: UnsafeMutableRawPointer?) { node.link = next }
-}
+typealias DescriptorToken = RegistrationToken<DescriptorRegistration>
 
 enum DescriptorRearmLink: EventLoopInboxLink {
     static func next(of node: DescriptorRegistration) -> UnsafeMutableRawPointer? { node.rearmLink }
@@ -258,7 +232,7 @@ extension EventLoop {
 
     /// The second half: registers a token from `makeDescriptorRegistration`, once. Any thread.
     func registerDescriptor(_ token: DescriptorToken) {
-        descriptorInbox.push(DescriptorCommand(.register, token.registration))
+        descriptorInbox.register(token.registration)
         requestWakeup()
     }
 
@@ -276,36 +250,29 @@ extension EventLoop {
     /// handler is never called again. Call at most once per token. Any thread.
     func unregisterDescriptor(_ token: DescriptorToken, completion: DispatchFunction,
                               context: UnsafeMutableRawPointer?) {
-        descriptorInbox.push(DescriptorCommand(.unregister(completion: completion, context: context),
-                                               token.registration))
+        descriptorInbox.unregister(token.registration, completion: completion, context: context)
         requestWakeup()
     }
 
     // MARK: - Event thread
 
     func drainDescriptorInboxes() {
-        descriptorInbox.drain { command in
-            let registration = command.registration
-            switch command.kind {
-            case .register:
-                let entry = descriptors.add(registration, identity: gc_descriptor_identity(registration.descriptor))
-                updatePoll(entry)
-            case .unregister(let completion, let context):
-                if let (entry, isEmpty) = descriptors.remove(registration), !entry.isRetired {
-                    if isEmpty {
-                        if entry.inPoll {
-                            // ENOENT/EBADF when the client closed the descriptor first:
-                            // the kernel already dropped it. Either way it is gone.
-                            _ = gc_poll_control(poll, GC_POLL_DEL, entry.descriptor, 0, 0)
-                            entry.inPoll = false
-                        }
-                    } else {
-                        updatePoll(entry)
-                    }
+        descriptorInbox.drain(register: { registration in
+            let entry = descriptors.add(registration, identity: gc_descriptor_identity(registration.descriptor))
+            updatePoll(entry)
+        }, unregister: { registration in
+            guard let (entry, isEmpty) = descriptors.remove(registration), !entry.isRetired else { return }
+            if isEmpty {
+                if entry.inPoll {
+                    // ENOENT/EBADF when the client closed the descriptor first: the
+                    // kernel already dropped it. Either way it is gone.
+                    _ = gc_poll_control(poll, GC_POLL_DEL, entry.descriptor, 0, 0)
+                    entry.inPoll = false
                 }
-                completion(context)
+            } else {
+                updatePoll(entry)
             }
-        }
+        })
         rearmInbox.drain { registration in
             // Cleared after the node left the inbox (the walk already read its link), so a
             // new request pushes it again.

@@ -116,32 +116,7 @@ final class FileRegistration: @unchecked Sendable {
 }
 
 /// A registration, for `unregisterFile`.
-struct FileToken: Sendable {
-    let registration: FileRegistration
-}
-
-/// A registration change travelling to the event thread (one allocation per source
-/// activation or cancellation; one inbox keeps register-then-unregister in order).
-final class FileCommand: @unchecked Sendable {
-    enum Kind {
-        case register
-        case unregister(completion: DispatchFunction, context: UnsafeMutableRawPointer?)
-    }
-
-    let kind: Kind
-    let registration: FileRegistration
-    var link: UnsafeMutableRawPointer?
-
-    init(_ kind: Kind, _ registration: FileRegistration) {
-        self.kind = kind
-        self.registration = registration
-    }
-}
-
-enum FileCommandLink: EventLoopInboxLink {
-    static func next(of node: FileCommand) -> UnsafeMutableRawPointer? { node.link }
-    static func setNext(of node: FileCommand, to next: UnsafeMutableRawPointer?) { node.link = next }
-}
+typealias FileToken = RegistrationToken<FileRegistration>
 
 /// The inotify instance and its watches. Owned by the event thread: only it reads or
 /// writes these fields.
@@ -179,7 +154,7 @@ extension EventLoop {
         if changes.watchEvents == 0 || descriptor < 0 { return (nil, -EBADF) }
         let registration = FileRegistration(descriptor: descriptor, changes: changes, handler: handler,
                                             context: context)
-        fileInbox.push(FileCommand(.register, registration))
+        fileInbox.register(registration)
         requestWakeup()
         _ = registration.registered.wait(timeoutNanoseconds: -1)
         return registration.result == 0 ? (FileToken(registration: registration), 0) : (nil, registration.result)
@@ -188,24 +163,17 @@ extension EventLoop {
     /// Unregisters; then calls `completion(context)` on the event thread, after which the
     /// handler is never called again. Call at most once per token. Any thread.
     func unregisterFile(_ token: FileToken, completion: DispatchFunction, context: UnsafeMutableRawPointer?) {
-        fileInbox.push(FileCommand(.unregister(completion: completion, context: context), token.registration))
+        fileInbox.unregister(token.registration, completion: completion, context: context)
         requestWakeup()
     }
 
     // MARK: - Event thread
 
     func drainFileInbox() {
-        fileInbox.drain { command in
-            let registration = command.registration
-            switch command.kind {
-            case .register:
-                registration.result = addWatch(registration)
-                _ = registration.registered.signal()
-            case .unregister(let completion, let context):
-                removeWatch(registration)
-                completion(context)
-            }
-        }
+        fileInbox.drain(register: { registration in
+            registration.result = addWatch(registration)
+            _ = registration.registered.signal()
+        }, unregister: { removeWatch($0) })
     }
 
     /// Puts `registration` in the watch of its file. Returns 0 or a negative errno.

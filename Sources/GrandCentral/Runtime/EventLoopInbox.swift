@@ -17,9 +17,9 @@ protocol EventLoopInboxLink {
 /// two timers with the same deadline sees them fire in that order) and walks it. There is
 /// no ABA problem: nodes are only ever pushed, and only the consumer removes, all at once.
 /// A node is in a given inbox at most once at a time (callers guarantee it: a timer by its
-/// request's `isQueued` flag; a rearm by a flag). Rejected: a lock and
-/// an array (a lock on every `dispatch_after`, and an allocation when the array grows),
-/// and a Vyukov MPSC queue (FIFO for free, but its consumer can observe a producer halfway
+/// request's `isQueued` flag; a rearm by a flag; a registration command by being new).
+/// Rejected: a lock and an array (a lock on every `dispatch_after`, and an allocation when
+/// the array grows), and a Vyukov MPSC queue (FIFO for free, but its consumer can observe a producer halfway
 /// through a push and must spin; taking the whole stack never waits).
 ///
 /// The inbox holds a +1 reference (`Unmanaged`) on each node while it is linked.
@@ -73,5 +73,87 @@ struct EventLoopInbox<Link: EventLoopInboxLink>: ~Copyable {
             Link.setNext(of: node, to: nil)
             body(node)
         }
+    }
+}
+
+// MARK: - Registration commands
+
+/// A registration on the event loop, for unregistering it (and, for descriptors, rearming
+/// it): the owner keeps the token; the loop keeps the registration in its table.
+struct RegistrationToken<Registration: AnyObject & Sendable>: Sendable {
+    let registration: Registration
+}
+
+/// The inbox of one kind of registration (descriptors, files, signals): registering and
+/// unregistering travel to the event thread as commands in one inbox, so a register
+/// followed by an unregister is applied in that order. Registrations come and go rarely
+/// (once per source), so each command is its own small allocation. Protocol, the same for
+/// every kind: `unregister(_:completion:context:)` calls `completion(context)` on the event
+/// thread after the kind's table has let the registration go, and the kind calls its
+/// registration's handler never again after that, so the owner may then deliver its cancel
+/// handler. Each kind's file says what registering and unregistering do to its table.
+/// Neither call wakes the loop: the caller does, once it has pushed.
+struct RegistrationInbox<Registration: AnyObject>: ~Copyable {
+    private let commands = EventLoopInbox<RegistrationCommandLink<Registration>>()
+
+    init() {}
+
+    /// Queues `registration` to be registered. Any thread.
+    func register(_ registration: Registration) {
+        commands.push(RegistrationCommand(.register, registration))
+    }
+
+    /// Queues `registration` to be unregistered, then `completion(context)`. Any thread.
+    func unregister(_ registration: Registration, completion: DispatchFunction,
+                    context: UnsafeMutableRawPointer?) {
+        commands.push(RegistrationCommand(.unregister(completion: completion, context: context), registration))
+    }
+
+    /// Whether no command waits (sequentially consistent, like `EventLoopInbox.isEmpty`).
+    var isEmpty: Bool { commands.isEmpty }
+
+    /// Applies every waiting command in submission order: `register` for a registration,
+    /// `unregister` and then the command's completion for an unregistration. Returns
+    /// whether there was any command. The event thread only.
+    @discardableResult
+    func drain(register: (Registration) -> Void, unregister: (Registration) -> Void) -> Bool {
+        var any = false
+        commands.drain { command in
+            any = true
+            switch command.kind {
+            case .register:
+                register(command.registration)
+            case .unregister(let completion, let context):
+                unregister(command.registration)
+                completion(context)
+            }
+        }
+        return any
+    }
+}
+
+/// A registration change travelling to the event thread.
+private final class RegistrationCommand<Registration: AnyObject>: @unchecked Sendable {
+    enum Kind {
+        case register
+        case unregister(completion: DispatchFunction, context: UnsafeMutableRawPointer?)
+    }
+
+    let kind: Kind
+    let registration: Registration
+    /// The inbox's link (written by the pusher, read by the event thread, ordered by the
+    /// inbox's atomics).
+    var link: UnsafeMutableRawPointer?
+
+    init(_ kind: Kind, _ registration: Registration) {
+        self.kind = kind
+        self.registration = registration
+    }
+}
+
+private enum RegistrationCommandLink<Registration: AnyObject>: EventLoopInboxLink {
+    static func next(of node: RegistrationCommand<Registration>) -> UnsafeMutableRawPointer? { node.link }
+    static func setNext(of node: RegistrationCommand<Registration>, to next: UnsafeMutableRawPointer?) {
+        node.link = next
     }
 }

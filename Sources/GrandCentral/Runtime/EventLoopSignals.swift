@@ -66,32 +66,7 @@ final class SignalRegistration: @unchecked Sendable {
 }
 
 /// A registration, for `unregisterSignal`.
-struct SignalToken: Sendable {
-    let registration: SignalRegistration
-}
-
-/// A registration change travelling to the event thread (one allocation per change;
-/// registrations are rare, and one inbox keeps register-then-unregister in order).
-final class SignalCommand: @unchecked Sendable {
-    enum Kind {
-        case register
-        case unregister(completion: DispatchFunction, context: UnsafeMutableRawPointer?)
-    }
-
-    let kind: Kind
-    let registration: SignalRegistration
-    var link: UnsafeMutableRawPointer?
-
-    init(_ kind: Kind, _ registration: SignalRegistration) {
-        self.kind = kind
-        self.registration = registration
-    }
-}
-
-enum SignalCommandLink: EventLoopInboxLink {
-    static func next(of node: SignalCommand) -> UnsafeMutableRawPointer? { node.link }
-    static func setNext(of node: SignalCommand, to next: UnsafeMutableRawPointer?) { node.link = next }
-}
+typealias SignalToken = RegistrationToken<SignalRegistration>
 
 /// The registered signals and the signalfd. Owned by the event thread (no lock).
 struct SignalTable {
@@ -148,7 +123,7 @@ extension EventLoop {
     /// (`gc_signal_watch`). Any thread.
     func registerSignal(_ signal: Int32, handler: SignalHandler, context: UnsafeMutableRawPointer?) -> SignalToken {
         let registration = SignalRegistration(signal: signal, handler: handler, context: context)
-        signalInbox.push(SignalCommand(.register, registration))
+        signalInbox.register(registration)
         requestWakeup()
         return SignalToken(registration: registration)
     }
@@ -156,7 +131,7 @@ extension EventLoop {
     /// Unregisters; then calls `completion(context)` on the event thread, after which the
     /// handler is never called again. At most once per token. Any thread.
     func unregisterSignal(_ token: SignalToken, completion: DispatchFunction, context: UnsafeMutableRawPointer?) {
-        signalInbox.push(SignalCommand(.unregister(completion: completion, context: context), token.registration))
+        signalInbox.unregister(token.registration, completion: completion, context: context)
         requestWakeup()
     }
 
@@ -179,18 +154,7 @@ extension EventLoop {
     /// Applies registration changes, then brings the signalfd's mask in line. Returns
     /// whether the mask changed.
     private func applySignalCommands() -> Bool {
-        var changed = false
-        signalInbox.drain { command in
-            changed = true
-            let registration = command.registration
-            switch command.kind {
-            case .register:
-                signals.add(registration)
-            case .unregister(let completion, let context):
-                signals.remove(registration)
-                completion(context)
-            }
-        }
+        let changed = signalInbox.drain(register: { signals.add($0) }, unregister: { signals.remove($0) })
         guard changed else { return false }
         let wanted = signals.wantedMask
         if wanted == signals.appliedMask { return false }

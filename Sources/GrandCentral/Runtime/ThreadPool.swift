@@ -50,6 +50,23 @@ import Synchronization
 /// then parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle
 /// process therefore ends with no workers and a sleeping monitor: no CPU at all.
 ///
+/// What a worker runs at: the nice value of the QoS class of the root its item came from
+/// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
+/// user-interactive -2; `ThreadPriority` holds the table and the privilege rule). Since a
+/// worker serves every root, it sets the value per item, not per thread: before an item it
+/// compares the root's value (`niceByRoot`, one load) with the one it has (`Worker.nice`)
+/// and calls setpriority only when they differ (`Worker.enterClass`), so a worker that keeps
+/// serving one class makes no system call and the hot path pays one compare. It does so
+/// only where a thread can come back down from 10 to -2 (root, CAP_SYS_NICE, RLIMIT_NICE
+/// >= 20, clamped to what RLIMIT_NICE allows); an ordinary user's workers stay at the value
+/// they started at, because lowering a nice value needs privilege and a worker left at 10
+/// would run the next default item at 10 — and every thread it started too, since threads
+/// inherit nice values (libdispatch does that unprivileged: its background threads go to 10
+/// one way, and default items later ran at 10). Rejected for that case, for now: per-class
+/// workers for the classes below default, or workers that serve only classes at or below
+/// their value with threads started by one kept at 0; each changes how the pool wakes,
+/// starts and counts workers, for a gain only unprivileged processes see.
+///
 /// Rejected: starting a thread on every push onto an overcommit root that finds no idle
 /// worker (libdispatch's Linux pthread pool). It is the most prompt, but a producer that
 /// creates 200,000 short-lived serial queues (each a push onto the overcommit root) then
@@ -116,9 +133,13 @@ final class ThreadPool: @unchecked Sendable {
     /// accessor is a `swift_once` — under ThreadSanitizer always the slow path, a
     /// priority-inheritance lock that 255 spinning workers convoyed on.
     let scanOrder: UnsafeMutableBufferPointer<Unmanaged<RootQueue>>
+    /// `ThreadPriority.niceByRoot`, copied here for the same reason: the nice value each
+    /// root's items run at (`ThreadPriority.unchanged`: leave the worker as it is).
+    let niceByRoot: UnsafeMutableBufferPointer<Int32>
 
     private init() {
         scanOrder = RootQueues.scanOrder
+        niceByRoot = ThreadPriority.niceByRoot
         activeCPUs = Int(gc_active_cpu_count())
         threadLimit = ThreadPool.limitFromEnvironment()
         debug = DebugLog.enabled
@@ -358,6 +379,8 @@ final class Worker: @unchecked Sendable {
     var itemSeenSince: Int64 = 0
     /// Debug lines only (`pool.debug`): when this worker last parked. The worker's alone.
     var idleSince: UInt64 = 0
+    /// The thread's nice value as this worker last set or read it. The worker's alone.
+    var nice: Int32 = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
@@ -380,6 +403,7 @@ final class Worker: @unchecked Sendable {
         // Workers fill their caches by recycling before they ever allocate: make sure the
         // cache is freed when this thread exits after its idle timeout.
         gc_thread_register_cache_cleanup()
+        nice = gc_thread_nice()
         var first = true
         /// Parked (or new) until this item: tell the monitor, which may be asleep.
         var woke = true
@@ -405,6 +429,7 @@ final class Worker: @unchecked Sendable {
                 if gc_signal_generation_now() != signalGeneration {
                     signalGeneration = gc_signal_update_worker_mask()
                 }
+                enterClass(ofRoot: rootIndex.load(ordering: .relaxed))
                 runContinuation(node)
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
@@ -427,6 +452,21 @@ final class Worker: @unchecked Sendable {
         }
         // A producer may have counted on us between our last look and our exit.
         if pool.hasWork() { pool.workAvailable(.retiringWorkerSawWork) }
+    }
+
+    /// Before an item of root `root` (a `RootQueues.all` index) runs: the thread takes the
+    /// nice value of the root's QoS class (ThreadPriority), with a system call only when
+    /// that differs from the value it has. A failed setpriority leaves `nice` as it was, so
+    /// the next item of another class tries again.
+    @inline(__always)
+    func enterClass(ofRoot root: Int) {
+        let wanted = pool.niceByRoot[root]
+        if wanted != nice && wanted != ThreadPriority.unchanged { setNice(wanted) }
+    }
+
+    @inline(never)
+    func setNice(_ wanted: Int32) {
+        if gc_thread_set_nice(wanted) == 0 { nice = wanted }
     }
 
     /// The CPU time this thread has used, in nanoseconds, or -1 if it cannot be read
