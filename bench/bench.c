@@ -14,6 +14,7 @@
 // "ms" (wall time), "B" (bytes).
 #define _GNU_SOURCE
 #include <dispatch/dispatch.h>
+#include <pthread.h>
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -345,6 +346,32 @@ static double after_lateness(double percentile) {
 
 static double case_after_p50(void) { return after_lateness(0.50); }
 static double case_after_p99(void) { return after_lateness(0.99); }
+
+// The same 100,000 dispatch_afters while two threads of the process spin (issue 20's loaded
+// row): with 2 CPUs, the event thread and the workers compete with runnable threads of
+// their own process for every wakeup. The spinners start before the first after and stop
+// once the last has fired.
+static atomic_int spinners_stop;
+
+static void *spinner(void *context) {
+    (void)context;
+    while (!atomic_load_explicit(&spinners_stop, memory_order_relaxed)) {}
+    return NULL;
+}
+
+static double after_loaded_lateness(double percentile) {
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        if (pthread_create(&threads[i], NULL, spinner, NULL) != 0) fail("after_loaded: pthread_create");
+    }
+    double result = after_lateness(percentile);
+    atomic_store(&spinners_stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    return result;
+}
+
+static double case_after_loaded_p50(void) { return after_loaded_lateness(0.50); }
+static double case_after_loaded_p99(void) { return after_loaded_lateness(0.99); }
 // Data objects. libdispatch's public header declares dispatch_data_create and _apply only
 // for blocks, but its library exports the _f forms, which GrandCentral's header declares.
 #ifndef __GRANDCENTRAL__
@@ -667,6 +694,8 @@ static const struct {
     {"queue_cycle", case_queue_cycle},
     {"after_p50", case_after_p50},
     {"after_p99", case_after_p99},
+    {"after_loaded_p50", case_after_loaded_p50},
+    {"after_loaded_p99", case_after_loaded_p99},
     {"data_concat", case_data_concat},
     {"data_apply", case_data_apply},
     {"timer_p50", case_timer_p50},
