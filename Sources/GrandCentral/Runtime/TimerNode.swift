@@ -45,8 +45,8 @@ import Synchronization
 ///   the compare-exchange that publishes the node, read by the event thread after the
 ///   exchange that takes the list; those two atomics order the plain accesses. A node is
 ///   in the inbox at most once (`request.isQueued`).
-/// - `clock`, `deadline`, `latest`, `appliedArm`, `sequence`, `deadlineSlot`,
-///   `isRetired`: the event thread only. The heap orders nodes by these; a
+/// - `clock`, `deadline`, `latest`, `appliedArm`, `deadlineSlot`, `isRetired`: the event
+///   thread only. (The tie-breaking insertion order lives in the heap entry, not here.) The heap orders nodes by these; a
 ///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
 ///   arm is firing.
 /// Not final: a timer source's monitor is a subclass (`SourceTimer`), so a timer source
@@ -67,14 +67,6 @@ class TimerNode: @unchecked Sendable {
     /// The number (`TimerRequest.arm`) of the arm that `clock`, `deadline` and `latest`
     /// describe.
     var appliedArm: UInt64 = 0
-    /// Insertion order, breaking ties between equal deadlines (first armed, first fired).
-    var sequence: UInt64 = 0
-    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
-    var deadlineSlot = TimerNode.notInHeap
-    static let notInHeap = -1
-    static let inDueBatch = -2
-    /// In its clock's heap or due batch.
-    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
 
     var request = TimerRequest()
     let requestLock = TimerRequestLock()
@@ -83,6 +75,19 @@ class TimerNode: @unchecked Sendable {
     var clock: DispatchClock.Kind = .uptime
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
+    /// `deadlineSlot`'s storage: 32 bits, so that it shares the last word with the bytes
+    /// above (a heap of 2^31 timers would be 64 GiB of entries).
+    private var slot32: Int32 = -1
+
+    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
+    var deadlineSlot: Int {
+        @inline(__always) get { Int(slot32) }
+        @inline(__always) set { slot32 = Int32(truncatingIfNeeded: newValue) }
+    }
+    static let notInHeap = -1
+    static let inDueBatch = -2
+    /// In its clock's heap or due batch.
+    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
 
     init(fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
         self.fire = fire
