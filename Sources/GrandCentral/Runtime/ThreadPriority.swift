@@ -54,7 +54,7 @@ enum ThreadPriority {
 
     /// The value each root's items run at, by `RootQueues.all` index; immortal, so a worker
     /// reads it without reference counting.
-    static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
+    nonisolated(unsafe) static let niceByRoot: UnsafeMutableBufferPointer<Int32> = {
         let buffer = UnsafeMutableBufferPointer<Int32>.allocate(capacity: RootQueues.bucketCount * 2)
         for i in 0..<buffer.count { buffer[i] = effective(niceByBucket[i / 2]) }
         return buffer
