@@ -244,9 +244,6 @@ final class TimerNodePool: @unchecked Sendable {
         count += 1
         lock.unlock()
     }
-
-    /// Nodes kept now (tests).
-    var pooledCount: Int { lock.withLock { count } }
 }
 
 /// A one-shot timer scheduled with `EventLoop.scheduleTimer`, for `EventLoop.cancelTimer`.
