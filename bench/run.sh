@@ -122,6 +122,19 @@ cases=(
     "io_stream|256 MiB cached file, stream channel, 1 MiB high water|MB/s|speed|ratio|>=|3.0"
     "io_random|the same through a random channel|MB/s|speed|ratio|>=|1.0"
     "io_plain|the same by a plain read(2) loop (both columns; compare io_stream's GC, >= 0.5x)|MB/s|speed|ratio|>=|0.5"
+    "grow_pending_1e4|growth: 10^4 items pending on one suspended queue, then drained|ns/item|time|ratio|<=|1.0"
+    "grow_pending_1e5|growth: the same, 10^5 items|ns/item|time|ratio|<=|1.0"
+    "grow_pending_1e6|growth: the same, 10^6 items|ns/item|time|ratio|<=|1.0"
+    "grow_queues_1e3|growth: 10^3 serial queues alive, one item each|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e4|growth: the same, 10^4 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e5|growth: the same, 10^5 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e6|growth: the same, 10^6 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_timers_1e3|growth: 10^3 one-shot timer sources within 60 ms, CPU per timer|ns/timer|time|ratio|<=|1.0"
+    "grow_timers_1e4|growth: the same, 10^4 timers|ns/timer|time|ratio|<=|1.0"
+    "grow_timers_1e5|growth: the same, 10^5 timers|ns/timer|time|ratio|<=|1.0"
+    "grow_channels_1e2|growth: 10^2 stream channels on pipes, one 1-byte read each|ns/chan|time|ratio|<=|1.0"
+    "grow_channels_1e3|growth: the same, 10^3 channels|ns/chan|time|ratio|<=|1.0"
+    "grow_channels_1e4|growth: the same, 10^4 channels|ns/chan|time|ratio|<=|1.0"
 )
 
 selected() {
