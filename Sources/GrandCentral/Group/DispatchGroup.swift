@@ -134,6 +134,17 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
         }
     }
 
+    /// The C count reached zero. While the group is entered it holds one of those
+    /// references itself (see Lifetime), so a release that takes the count to zero then
+    /// released that one: the client released once more than it retained (libdispatch
+    /// keeps its internal count apart from the client's and crashes here too). The leave
+    /// that drops the hold has already brought the group's count to zero.
+    override func externalRefsDidReachZero() {
+        if selfHoldIsExternal && state.load(ordering: .acquiring) & Self.countMask != 0 {
+            clientBug("dispatch_release", "over-release: the object's reference count was already zero")
+        }
+    }
+
     /// The reference the group holds on itself while its count is non-zero (see Lifetime).
     @inline(__always)
     private func holdSelf() {
