@@ -14,6 +14,7 @@
 // "ms" (wall time), "B" (bytes).
 #define _GNU_SOURCE
 #include <dispatch/dispatch.h>
+#include <pthread.h>
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -346,6 +347,32 @@ static double after_lateness(double percentile) {
 
 static double case_after_p50(void) { return after_lateness(0.50); }
 static double case_after_p99(void) { return after_lateness(0.99); }
+
+// The same 100,000 dispatch_afters while two threads of the process spin (issue 20's loaded
+// row): with 2 CPUs, the event thread and the workers compete with runnable threads of
+// their own process for every wakeup. The spinners start before the first after and stop
+// once the last has fired.
+static atomic_int spinners_stop;
+
+static void *spinner(void *context) {
+    (void)context;
+    while (!atomic_load_explicit(&spinners_stop, memory_order_relaxed)) {}
+    return NULL;
+}
+
+static double after_loaded_lateness(double percentile) {
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        if (pthread_create(&threads[i], NULL, spinner, NULL) != 0) fail("after_loaded: pthread_create");
+    }
+    double result = after_lateness(percentile);
+    atomic_store(&spinners_stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    return result;
+}
+
+static double case_after_loaded_p50(void) { return after_loaded_lateness(0.50); }
+static double case_after_loaded_p99(void) { return after_loaded_lateness(0.99); }
 // Data objects. libdispatch's public header declares dispatch_data_create and _apply only
 // for blocks, but its library exports the _f forms, which GrandCentral's header declares.
 #ifndef __GRANDCENTRAL__
@@ -910,6 +937,114 @@ static double case_mixed(void) {
     }
     return items_per_us(total, t1 - t0);
 }
+// --- Growth: the cost per item as the work grows by 10x steps (issue 20) --------------
+// Each family runs at every size in a fresh process; a row is one size. Flat means the cost
+// per item at the largest size is within 1.5x of the smallest's.
+
+// Pending items on one queue: a suspended serial queue takes n items, then is resumed and
+// drained; ns per item (submit and drain).
+static double grow_pending(uint64_t n) {
+    dispatch_queue_t q = dispatch_queue_create("bench.grow.pending", NULL);
+    plain_count = 0;
+    uint64_t t0 = now_ns();
+    dispatch_suspend(q);
+    for (uint64_t i = 0; i < n; i++) dispatch_async_f(q, NULL, bump_plain);
+    dispatch_resume(q);
+    dispatch_sync_f(q, NULL, nothing);
+    uint64_t t1 = now_ns();
+    if (plain_count != n) fail("grow_pending: not every item ran");
+    return (double)(t1 - t0) / (double)n;
+}
+static double case_grow_pending_1e4(void) { return grow_pending(10000); }
+static double case_grow_pending_1e5(void) { return grow_pending(100000); }
+static double case_grow_pending_1e6(void) { return grow_pending(1000000); }
+
+// Queues alive: n serial queues made and kept, each given one item; ns per queue (create
+// and one item run), all n alive at the end.
+static double grow_queues(uint64_t n) {
+    dispatch_queue_t *queues = malloc(n * sizeof *queues);
+    if (!queues) fail("grow_queues: out of memory");
+    atomic_store(&shared_count, 0);
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        queues[i] = dispatch_queue_create("bench.grow.queue", NULL);
+        dispatch_async_f(queues[i], NULL, bump_shared);
+    }
+    wait_for_shared_count(n);
+    uint64_t t1 = now_ns();
+    return (double)(t1 - t0) / (double)n;
+}
+static double case_grow_queues_1e3(void) { return grow_queues(1000); }
+static double case_grow_queues_1e4(void) { return grow_queues(10000); }
+static double case_grow_queues_1e5(void) { return grow_queues(100000); }
+static double case_grow_queues_1e6(void) { return grow_queues(1000000); }
+
+// Armed timers: n one-shot timer sources on one serial queue, deadlines spread over
+// 10..60 ms; each handler cancels its source. The process's CPU time (every thread) from
+// the first create until the last handler ran, in ns per timer: wall time would be the
+// 60 ms span.
+static atomic_uint_fast64_t grow_fired;
+static void grow_timer_event(void *context) {
+    dispatch_source_cancel((dispatch_source_t)context);
+    atomic_fetch_add(&grow_fired, 1);
+}
+static double grow_timers(uint64_t n) {
+    dispatch_queue_t q = dispatch_queue_create("bench.grow.timer", NULL);
+    dispatch_sync_f(q, NULL, nothing);   // the library is initialized
+    atomic_store(&grow_fired, 0);
+    uint64_t c0 = process_cpu_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        dispatch_source_t s = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+        dispatch_set_context(s, s);
+        dispatch_source_set_event_handler_f(s, grow_timer_event);
+        int64_t delay = 10000000 + (int64_t)(i * 50000000 / n);
+        dispatch_source_set_timer(s, dispatch_time(DISPATCH_TIME_NOW, delay), DISPATCH_TIME_FOREVER, 0);
+        dispatch_activate(s);
+    }
+    uint64_t give_up = now_ns() + 60000000000ull;
+    while (atomic_load(&grow_fired) < n) {
+        if (now_ns() > give_up) fail("grow_timers: not every timer fired within 60 s");
+        usleep(1000);
+    }
+    uint64_t c1 = process_cpu_ns();
+    return (double)(c1 - c0) / (double)n;
+}
+static double case_grow_timers_1e3(void) { return grow_timers(1000); }
+static double case_grow_timers_1e4(void) { return grow_timers(10000); }
+static double case_grow_timers_1e5(void) { return grow_timers(100000); }
+
+// Channels on pipes: n pipes, each read end behind a stream channel that reads one byte;
+// one byte is written into each pipe and its write end closed. ns per channel from the
+// first pipe until every read was delivered (the read ends stay open: n descriptors).
+static atomic_uint_fast64_t grow_reads;
+static void grow_read_handler(void *context, bool done, dispatch_data_t data, int error) {
+    (void)context; (void)data;
+    if (error) fail("grow_channels: read error");
+    if (done) atomic_fetch_add(&grow_reads, 1);
+}
+static double grow_channels(uint64_t n) {
+    dispatch_queue_t q = dispatch_queue_create("bench.grow.io", NULL);
+    atomic_store(&grow_reads, 0);
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        int fds[2];
+        if (pipe(fds) != 0) fail("grow_channels: pipe (descriptor limit?)");
+        dispatch_io_t io = dispatch_io_create_f(DISPATCH_IO_STREAM, fds[0], q, NULL, NULL);
+        dispatch_io_read_f(io, 0, 1, q, NULL, grow_read_handler);
+        if (write(fds[1], "x", 1) != 1) fail("grow_channels: write");
+        close(fds[1]);
+    }
+    uint64_t give_up = now_ns() + 60000000000ull;
+    while (atomic_load(&grow_reads) < n) {
+        if (now_ns() > give_up) fail("grow_channels: not every read finished within 60 s");
+        usleep(200);
+    }
+    uint64_t t1 = now_ns();
+    return (double)(t1 - t0) / (double)n;
+}
+static double case_grow_channels_1e2(void) { return grow_channels(100); }
+static double case_grow_channels_1e3(void) { return grow_channels(1000); }
+static double case_grow_channels_1e4(void) { return grow_channels(10000); }
 
 static const struct {
     const char *name;
@@ -928,6 +1063,8 @@ static const struct {
     {"queue_cycle", case_queue_cycle},
     {"after_p50", case_after_p50},
     {"after_p99", case_after_p99},
+    {"after_loaded_p50", case_after_loaded_p50},
+    {"after_loaded_p99", case_after_loaded_p99},
     {"data_concat", case_data_concat},
     {"data_apply", case_data_apply},
     {"timer_p50", case_timer_p50},
@@ -944,6 +1081,19 @@ static const struct {
     {"backlog_submit", case_backlog_submit},
     {"backlog_drain", case_backlog_drain},
     {"mixed", case_mixed},
+    {"grow_pending_1e4", case_grow_pending_1e4},
+    {"grow_pending_1e5", case_grow_pending_1e5},
+    {"grow_pending_1e6", case_grow_pending_1e6},
+    {"grow_queues_1e3", case_grow_queues_1e3},
+    {"grow_queues_1e4", case_grow_queues_1e4},
+    {"grow_queues_1e5", case_grow_queues_1e5},
+    {"grow_queues_1e6", case_grow_queues_1e6},
+    {"grow_timers_1e3", case_grow_timers_1e3},
+    {"grow_timers_1e4", case_grow_timers_1e4},
+    {"grow_timers_1e5", case_grow_timers_1e5},
+    {"grow_channels_1e2", case_grow_channels_1e2},
+    {"grow_channels_1e3", case_grow_channels_1e3},
+    {"grow_channels_1e4", case_grow_channels_1e4},
 };
 
 int main(int argc, char **argv) {

@@ -109,6 +109,8 @@ cases=(
     "queue_cycle|create a queue, async_f one item, release it|ns/cycle|time|ratio|<=|1.0"
     "after_p50|100,000 dispatch_after within 50 ms: lateness p50|us|time|ratio|<=|1.0"
     "after_p99|100,000 dispatch_after within 50 ms: lateness p99|us|time|ratio|<=|1.0"
+    "after_loaded_p50|the same while two spinning threads keep both CPUs busy: p50|us|time|ratio|<=|1.0"
+    "after_loaded_p99|the same while two spinning threads keep both CPUs busy: p99|us|time|ratio|<=|1.0"
     "data_concat|20,000 64-byte pieces joined by repeated concat, then mapped|ms|time|ratio|<=|0.01"
     "data_apply|dispatch_data_apply_f over a 20,000-region buffer|ns/region|time|ratio|<=|1.0"
     "timer_p50|1 ms repeating timer, zero leeway: lateness p50 (2,000 fires)|us|time|ratio|<=|1.0"
@@ -125,6 +127,19 @@ cases=(
     "backlog_submit|1M async_f onto a suspended serial queue: submit|ns/item|time|ratio|<=|1.0"
     "backlog_drain|the same, from dispatch_resume to the last item: drain|ns/item|time|ratio|<=|1.0"
     "mixed|mixed work, 4 producer threads (BENCH_MIXED_SECONDS)|Mitems/s|speed|ratio|>=|1.0"
+    "grow_pending_1e4|growth: 10^4 items pending on one suspended queue, then drained|ns/item|time|ratio|<=|1.0"
+    "grow_pending_1e5|growth: the same, 10^5 items|ns/item|time|ratio|<=|1.0"
+    "grow_pending_1e6|growth: the same, 10^6 items|ns/item|time|ratio|<=|1.0"
+    "grow_queues_1e3|growth: 10^3 serial queues alive, one item each|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e4|growth: the same, 10^4 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e5|growth: the same, 10^5 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_queues_1e6|growth: the same, 10^6 queues|ns/queue|time|ratio|<=|1.0"
+    "grow_timers_1e3|growth: 10^3 one-shot timer sources within 60 ms, CPU per timer|ns/timer|time|ratio|<=|1.0"
+    "grow_timers_1e4|growth: the same, 10^4 timers|ns/timer|time|ratio|<=|1.0"
+    "grow_timers_1e5|growth: the same, 10^5 timers|ns/timer|time|ratio|<=|1.0"
+    "grow_channels_1e2|growth: 10^2 stream channels on pipes, one 1-byte read each|ns/chan|time|ratio|<=|1.0"
+    "grow_channels_1e3|growth: the same, 10^3 channels|ns/chan|time|ratio|<=|1.0"
+    "grow_channels_1e4|growth: the same, 10^4 channels|ns/chan|time|ratio|<=|1.0"
 )
 
 selected() {

@@ -231,6 +231,62 @@ static void test_group_rounds(void) {
     dispatch_release(g);
 }
 
+// MARK: - Lifetime: a group holds itself while entered
+
+static atomic_long lifetime_finalized;
+static atomic_long lifetime_left;
+
+static void lifetime_finalizer(void *context) {
+    (void)context;
+    atomic_fetch_add(&lifetime_finalized, 1);
+}
+
+static void lifetime_leave(void *context) {
+    dispatch_group_t g = context;
+    atomic_fetch_add(&lifetime_left, 1);
+    dispatch_group_leave(g);
+}
+
+static void lifetime(void) {
+    check_section("a group released while entered lives until its last leave, then is disposed once");
+    enum { rounds = 100000 };
+    dispatch_queue_t q = dispatch_get_global_queue(0, 0);
+    for (int i = 0; i < rounds; i++) {
+        dispatch_group_t g = dispatch_group_create();
+        dispatch_set_context(g, &lifetime_finalized);
+        dispatch_set_finalizer_f(g, lifetime_finalizer);
+        dispatch_group_enter(g);
+        // The leave races with the release below: either may come first.
+        dispatch_async_f(q, g, lifetime_leave);
+        dispatch_release(g);
+    }
+    WAIT_FOR_COUNT(&lifetime_left, rounds, 60);
+    WAIT_FOR_COUNT(&lifetime_finalized, rounds, 60);
+
+    check_section("a group released while entered is not disposed before its leave");
+    // The positive control: how long an idle group's finalizer takes to run after release.
+    atomic_store(&lifetime_finalized, 0);
+    dispatch_group_t control_group = dispatch_group_create();
+    dispatch_set_context(control_group, &lifetime_finalized);
+    dispatch_set_finalizer_f(control_group, lifetime_finalizer);
+    uint64_t start = now_ns();
+    dispatch_release(control_group);
+    WAIT_FOR_COUNT(&lifetime_finalized, 1, 30);
+    uint64_t control = now_ns() - start;
+    atomic_store(&lifetime_finalized, 0);
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_set_context(g, &lifetime_finalized);
+    dispatch_set_finalizer_f(g, lifetime_finalizer);
+    dispatch_group_enter(g);
+    dispatch_group_enter(g);
+    dispatch_release(g);
+    dispatch_group_leave(g);
+    quiet_period(control, 50);
+    CHECK_EQ(atomic_load(&lifetime_finalized), 0);
+    dispatch_group_leave(g);
+    WAIT_FOR_COUNT(&lifetime_finalized, 1, 30);
+}
+
 int main(void) {
     check_start("groups", 55);
     async_and_wait();
@@ -238,6 +294,7 @@ int main(void) {
     notify();
     wait_inside_items();
     test_group_rounds();
+    lifetime();
 #ifdef __BLOCKS__
     blocks();
 #endif

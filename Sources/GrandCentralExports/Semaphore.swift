@@ -9,7 +9,7 @@ public func dispatch_semaphore_create(_ value: Int) -> UnsafeMutableRawPointer? 
 @_cdecl("dispatch_semaphore_wait")
 public func dispatch_semaphore_wait(_ s: UnsafeMutableRawPointer?, _ timeout: UInt64) -> Int {
     semaphore(s, "dispatch_semaphore_wait")._withUnsafeGuaranteedRef {
-        $0.waitSemaphore(timeoutNanoseconds: DispatchClock.nanosecondsUntil(timeout)) ? 0 : 1
+        $0.waitSemaphore(deadline: timeout) ? 0 : 1
     }
 }
 

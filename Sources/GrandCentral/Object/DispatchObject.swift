@@ -93,6 +93,13 @@ open class DispatchObject: @unchecked Sendable {
         // other thread's writes before it disposes of the object.
         let old = externalRefs.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
         if old > 1 { return }
+        releasedLastExternal(old, function)
+    }
+
+    /// `releaseExternal` found the count at `old` (1: this was the last reference; below:
+    /// an over-release). Out of line, so that the common release stays a few instructions.
+    @inline(never)
+    private final func releasedLastExternal(_ old: Int, _ function: StaticString) {
         if old < 1 { clientBug(function, "over-release: the object's reference count was already zero") }
         externalRefsDidReachZero()
         Unmanaged.passUnretained(self).release()

@@ -8,7 +8,8 @@ import CGrandCentral
 /// tenth of the delay, capped; we use the same rule. Leeway never delays a timer that has
 /// nothing to coalesce with (the timer policy, see `TimerHeap`): it only lets nearby
 /// deadlines share one wakeup of the event thread. A `dispatch_after` is a one-shot timer:
-/// its node is armed once and fires once (timer sources re-arm theirs).
+/// its node is armed once and fires once (timer sources re-arm theirs), then goes back to
+/// the event loop's pool of one-shot nodes for the next `dispatch_after`.
 extension DispatchQueue {
     /// `loop` is for tests, which count a private loop's wakeups; the library uses the
     /// shared one.
@@ -23,7 +24,7 @@ extension DispatchQueue {
         let node = ContinuationCache.make(function, context, flags)
         node.pointee.slot.after_queue = Unmanaged.passRetained(self).toOpaque()
         let leeway = min(UInt64(delay) / 10, 60_000_000_000)  // 10 %, at most 60 s
-        _ = loop.scheduleTimer(deadline: when, leeway: leeway, fire: afterTimerFired, context: UnsafeMutableRawPointer(node))
+        loop.scheduleOneShot(deadline: when, leeway: leeway, fire: afterTimerFired, context: UnsafeMutableRawPointer(node))
     }
 }
 

@@ -124,6 +124,8 @@ final class EventLoop: @unchecked Sendable {
 
     /// Timers whose request changed (arm, suspend, resume, disarm, cancel).
     let timerInbox = EventLoopInbox<TimerInboxLink>()
+    /// Spent one-shot timer nodes for `scheduleOneShot` (TimerNode.swift).
+    let oneShotPool = TimerNodePool()
     /// Descriptor registrations and unregistrations, in submission order.
     let descriptorInbox = RegistrationInbox<DescriptorRegistration>()
     /// Registrations whose owner asked to be told about readiness again.

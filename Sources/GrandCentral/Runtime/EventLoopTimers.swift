@@ -29,6 +29,22 @@ extension EventLoop {
         return TimerToken(node: node)
     }
 
+    /// `dispatch_after`'s timer: like `scheduleTimer`, but it cannot be cancelled, so its
+    /// node comes from `oneShotPool` and goes back there once it has fired (no allocation
+    /// per call in steady state). Any thread.
+    func scheduleOneShot(deadline: UInt64, leeway: UInt64, fire: DispatchFunction,
+                         context: UnsafeMutableRawPointer?) {
+        let node: TimerNode
+        if let pooled = oneShotPool.take() {
+            pooled.fire = fire
+            pooled.context = context
+            node = pooled
+        } else {
+            node = TimerNode(fire: fire, context: context, returnsToPool: true)
+        }
+        armTimer(node, deadline: deadline, leeway: leeway)
+    }
+
     /// Cancels a one-shot timer. Returns true when the timer will never fire; false when
     /// it already fired or is firing right now (its callback owns the context), or was
     /// cancelled before. Any thread.
@@ -233,6 +249,8 @@ extension EventLoop {
                     if commit {
                         fired = true
                         node.fire(node.context)
+                        // Its one arm is spent and nothing else can arm it again.
+                        if node.returnsToPool { oneShotPool.give(node) }
                     }
                 }
             }

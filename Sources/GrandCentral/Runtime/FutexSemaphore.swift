@@ -47,6 +47,16 @@ struct FutexSemaphore: ~Copyable, @unchecked Sendable {
         return waitSlow(timeoutNanoseconds: timeoutNanoseconds)
     }
 
+    /// The first half of `wait`, for a caller that decides how to wait only when it must
+    /// (`DispatchSemaphore`: the deadline is decoded and the pool told of the block on the
+    /// slow path only). Returns true when it took a unit; false when the caller is now
+    /// counted as a waiter and must finish with `waitSlow`, which takes the unit back on
+    /// timeout.
+    @inline(__always)
+    func takeOrJoinWaiters() -> Bool {
+        value.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue > 0
+    }
+
     @inline(never)
     func waitSlow(timeoutNanoseconds: Int64) -> Bool {
         let start = timeoutNanoseconds > 0 ? gc_uptime_ns() : 0
@@ -55,7 +65,7 @@ struct FutexSemaphore: ~Copyable, @unchecked Sendable {
             if consumeGrant() { return true }
             var remaining: Int64 = -1
             if !forever {
-                remaining = timeoutNanoseconds - Int64(gc_uptime_ns() &- start)
+                remaining = timeoutNanoseconds == 0 ? 0 : timeoutNanoseconds - Int64(gc_uptime_ns() &- start)
                 if remaining <= 0 {
                     // Time is up: take back our unit, unless a signal granted us a wakeup.
                     var v = value.load(ordering: .relaxed)

@@ -13,10 +13,12 @@ struct TimerHeapEntry {
     /// Unowned here: `TimerHeap` holds the strong reference.
     var node: Unmanaged<TimerNode>
 
-    init(_ node: TimerNode) {
+    /// `sequence`: insertion order, breaking ties between equal deadlines (first armed,
+    /// first fired); kept here only, not in the node (a word less per timer source).
+    init(_ node: TimerNode, sequence: UInt64) {
         deadline = node.deadline
         latest = node.latest
-        sequence = node.sequence
+        self.sequence = sequence
         self.node = Unmanaged.passUnretained(node)
     }
 
@@ -43,8 +45,8 @@ struct TimerDeadlineHeap {
     @inline(__always)
     static func firstChild(of slot: Int) -> Int { 4 &* slot &+ 1 }
 
-    mutating func insert(_ node: TimerNode) {
-        entries.append(TimerHeapEntry(node))
+    mutating func insert(_ node: TimerNode, sequence: UInt64) {
+        entries.append(TimerHeapEntry(node, sequence: sequence))
         siftUp(entries.count - 1)
     }
 

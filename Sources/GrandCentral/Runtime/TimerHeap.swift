@@ -148,18 +148,18 @@ struct TimerHeap {
     /// already due skip the heap.
     mutating func insert(_ node: TimerNode, now: UInt64? = nil) {
         precondition(node.deadlineSlot == TimerNode.notInHeap, "timer inserted twice")
-        node.sequence = nextSequence
+        let sequence = nextSequence
         nextSequence &+= 1
         // The heap's strong reference, released when the node leaves (remove, popDue).
         _ = Unmanaged.passRetained(node)
         if let now, node.deadline <= now {
-            dueBatch.append(TimerHeapEntry(node))
+            dueBatch.append(TimerHeapEntry(node, sequence: sequence))
             dueBatchIsSorted = false
             node.deadlineSlot = TimerNode.inDueBatch
             return
         }
         let wasEmpty = entries.count == 0
-        entries.insert(node)
+        entries.insert(node, sequence: sequence)
         if wasEmpty {
             cachedWakeup = node.deadline  // a lone timer: A is its deadline
             cachedBound = node.latest

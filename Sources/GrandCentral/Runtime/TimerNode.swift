@@ -40,14 +40,16 @@ import Synchronization
 /// node alive.
 ///
 /// Fields and who may touch them:
-/// - `fire`, `context`: immutable after init.
+/// - `fire`, `context`: set at init, and again only on a pooled one-shot node by the thread
+///   that takes it from the pool (see `TimerNodePool`).
+/// - `returnsToPool`: immutable.
 /// - `requestLock`, `request`: `request` only under `requestLock`, by any thread.
 /// - `inboxLink`: the timer inbox's intrusive link. Written by the pushing thread before
 ///   the compare-exchange that publishes the node, read by the event thread after the
 ///   exchange that takes the list; those two atomics order the plain accesses. A node is
 ///   in the inbox at most once (`request.isQueued`).
-/// - `clock`, `deadline`, `latest`, `appliedArm`, `sequence`, `deadlineSlot`,
-///   `isRetired`: the event thread only. The heap orders nodes by these; a
+/// - `clock`, `deadline`, `latest`, `appliedArm`, `deadlineSlot`, `isRetired`: the event
+///   thread only. (The tie-breaking insertion order lives in the heap entry, not here.) The heap orders nodes by these; a
 ///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
 ///   arm is firing.
 /// Not final: a timer source's monitor is a subclass (`SourceTimer`), so a timer source
@@ -55,8 +57,11 @@ import Synchronization
 class TimerNode: @unchecked Sendable {
     // Declared widest first: Swift lays stored properties out in declaration order, and a
     // timer source is one of these per source (10,000 armed timers are a benchmark row).
-    let fire: DispatchFunction
-    let context: UnsafeMutableRawPointer?
+    /// Set at init. A one-shot node from `TimerNodePool` gets new ones from the thread
+    /// that takes it from the pool, before `armTimer` publishes it: the inbox push (a
+    /// release) and the event thread's take (an acquire) order them before its reads.
+    var fire: DispatchFunction
+    var context: UnsafeMutableRawPointer?
 
     var inboxLink: UnsafeMutableRawPointer?
 
@@ -68,14 +73,6 @@ class TimerNode: @unchecked Sendable {
     /// The number (`TimerRequest.arm`) of the arm that `clock`, `deadline` and `latest`
     /// describe.
     var appliedArm: UInt64 = 0
-    /// Insertion order, breaking ties between equal deadlines (first armed, first fired).
-    var sequence: UInt64 = 0
-    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
-    var deadlineSlot = TimerNode.notInHeap
-    static let notInHeap = -1
-    static let inDueBatch = -2
-    /// In its clock's heap or due batch.
-    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
 
     var request = TimerRequest()
     let requestLock = TimerRequestLock()
@@ -84,10 +81,27 @@ class TimerNode: @unchecked Sendable {
     var clock: DispatchClock.Kind = .uptime
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
+    /// `deadlineSlot`'s storage: 32 bits, so that it shares the last word with the bytes
+    /// above (a heap of 2^31 timers would be 64 GiB of entries).
+    private var slot32: Int32 = -1
+    /// A one-shot node of `EventLoop.scheduleOneShot` (dispatch_after): once it has fired,
+    /// the event thread gives it to the loop's `TimerNodePool` for the next one.
+    let returnsToPool: Bool
 
-    init(fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
+    /// Position in its clock's heap; `notInHeap`, or `inDueBatch` (see `TimerHeap`).
+    var deadlineSlot: Int {
+        @inline(__always) get { Int(slot32) }
+        @inline(__always) set { slot32 = Int32(truncatingIfNeeded: newValue) }
+    }
+    static let notInHeap = -1
+    static let inDueBatch = -2
+    /// In its clock's heap or due batch.
+    var isInHeap: Bool { deadlineSlot != TimerNode.notInHeap }
+
+    init(fire: DispatchFunction, context: UnsafeMutableRawPointer?, returnsToPool: Bool = false) {
         self.fire = fire
         self.context = context
+        self.returnsToPool = returnsToPool
     }
 
     /// A node with its heap fields set, for tests of `TimerHeap` (which never looks at
@@ -176,6 +190,60 @@ struct TimerRequestLock: ~Copyable {
         lock()
         defer { unlock() }
         return body()
+    }
+}
+
+/// Spent one-shot nodes (`EventLoop.scheduleOneShot`: `dispatch_after`), kept for the next
+/// one, so that a `dispatch_after` in steady state neither allocates a node on the
+/// submitting thread nor frees one on the event thread (a malloc here and a free of another
+/// thread's block there, per call, before).
+///
+/// Protocol. Only a node that nothing else references is given: a one-shot node has no
+/// token, so once its single arm has fired nobody can arm, suspend or cancel it again, and
+/// the event thread gives it back right after calling its `fire`. Any thread takes one,
+/// sets its `fire` and `context` and arms it (a fired node's arm is spent, so `armTimer`
+/// puts it back into the heap as a new arm). The stack is linked through the nodes'
+/// `inboxLink`, unused while a node is pooled (it is in no inbox), and holds one strong
+/// reference to each node. A short spin lock guards it: the only contention is one
+/// submitting thread against the event thread, each holding it for a few stores. At most
+/// `capacity` nodes are kept (a burst of 100,000 afters does not stay allocated); beyond
+/// that a spent node is freed as before. Rejected: a lock-free stack (several takers make
+/// its pop an ABA problem, and a per-thread cache would strand nodes on threads that stop
+/// submitting).
+final class TimerNodePool: @unchecked Sendable {
+    private let lock = TimerRequestLock()
+    /// Retained nodes, linked through `inboxLink`. Under `lock`.
+    private var head: UnsafeMutableRawPointer?
+    private var count = 0
+    static let capacity = 1024
+
+    init() {}
+
+    /// A spent one-shot node, or nil when the pool is empty. Any thread.
+    func take() -> TimerNode? {
+        lock.lock()
+        guard let top = head else {
+            lock.unlock()
+            return nil
+        }
+        let node = Unmanaged<TimerNode>.fromOpaque(top)
+        head = node._withUnsafeGuaranteedRef { $0.inboxLink }
+        count -= 1
+        lock.unlock()
+        return node.takeRetainedValue()
+    }
+
+    /// Keeps `node` (a one-shot node that has fired) unless the pool is full. Event thread.
+    func give(_ node: TimerNode) {
+        lock.lock()
+        if count == Self.capacity {
+            lock.unlock()
+            return
+        }
+        node.inboxLink = head
+        head = Unmanaged.passRetained(node).toOpaque()
+        count += 1
+        lock.unlock()
     }
 }
 

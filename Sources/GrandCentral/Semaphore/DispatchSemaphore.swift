@@ -32,15 +32,36 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
     @inline(__always)
     func signalSemaphore() -> Bool { semaphore.signal() }
 
-    /// Returns true when the semaphore was taken, false on timeout.
+    /// `dispatch_semaphore_wait`: true when the semaphore was taken, false when `deadline`
+    /// (a `dispatch_time_t`) passed first. The uncontended path is one atomic decrement, as
+    /// libdispatch's: the deadline is decoded only when the semaphore has to wait.
+    @inline(__always)
+    func waitSemaphore(deadline: UInt64) -> Bool {
+        if semaphore.takeOrJoinWaiters() { return true }
+        return waitAsWaiter(deadline: deadline)
+    }
+
+    @inline(never)
+    func waitAsWaiter(deadline: UInt64) -> Bool {
+        waitAsWaiter(timeoutNanoseconds: DispatchClock.nanosecondsUntil(deadline))
+    }
+
+    /// True when the semaphore was taken, false on timeout (`timeoutNanoseconds < 0`:
+    /// never times out).
     @inline(__always)
     func waitSemaphore(timeoutNanoseconds: Int64) -> Bool {
-        if semaphore.value.load(ordering: .relaxed) > 0 || timeoutNanoseconds == 0 {
-            return semaphore.wait(timeoutNanoseconds: timeoutNanoseconds)
-        }
+        if semaphore.takeOrJoinWaiters() { return true }
+        return waitAsWaiter(timeoutNanoseconds: timeoutNanoseconds)
+    }
+
+    /// The decrement found no unit: this thread is counted as a waiter. A zero timeout
+    /// gives its unit back at once without telling the pool; any other wait may block.
+    @inline(never)
+    func waitAsWaiter(timeoutNanoseconds: Int64) -> Bool {
+        if timeoutNanoseconds == 0 { return semaphore.waitSlow(timeoutNanoseconds: 0) }
         BlockingRegion.enter()
         defer { BlockingRegion.leave() }
-        return semaphore.wait(timeoutNanoseconds: timeoutNanoseconds)
+        return semaphore.waitSlow(timeoutNanoseconds: timeoutNanoseconds)
     }
 
     /// `semaphore[0x…] = { refcount, value, waiters, initial }`: the counter goes negative

@@ -51,12 +51,12 @@ extension DispatchGroup {
 extension DispatchSemaphore {
     /// Decrements the semaphore, waiting for a signal until `timeout` (uptime clock) at most.
     public func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
-        waitSemaphore(timeoutNanoseconds: DispatchClock.nanosecondsUntil(timeout.rawValue)) ? .success : .timedOut
+        waitSemaphore(deadline: timeout.rawValue) ? .success : .timedOut
     }
 
     /// Decrements the semaphore, waiting for a signal until the wall-clock timeout at most.
     public func wait(wallTimeout: DispatchWallTime) -> DispatchTimeoutResult {
-        waitSemaphore(timeoutNanoseconds: DispatchClock.nanosecondsUntil(wallTimeout.rawValue)) ? .success : .timedOut
+        waitSemaphore(deadline: wallTimeout.rawValue) ? .success : .timedOut
     }
 }
 

@@ -103,6 +103,21 @@ check("concurrentPerform(iterations: 1000), all threads", calls: 2_000, warmUp: 
     DispatchQueue.concurrentPerform(iterations: 1000) { _ in box.value &+= 0 }
 }
 
+// dispatch_after in steady state: a work item submitted again (retained, not boxed), due
+// in 20 µs, waited for. Counted process-wide: the timer node used to be made here and freed
+// on the event thread, one allocation per call; a spent one-shot node now goes back to the
+// event loop's pool (TimerNodePool). The budget leaves room for the continuation caches'
+// batches.
+let afterBox = Box()
+let afterItem = DispatchWorkItem { afterBox.value &+= 1 }
+var afterExpected = 0
+check("asyncAfter(deadline: now + 20 us, execute: workItem), waited for, all threads", calls: 5_000, warmUp: 500,
+      processWide: true, budget: 0.05) {
+    queue.asyncAfter(deadline: .now() + .microseconds(20), execute: afterItem)
+    afterExpected += 1
+    while queue.sync(execute: { afterBox.value }) < afterExpected { sched_yield() }
+}
+
 // Actor hops between two GrandCentral queues: the runtime's job is handed to each queue
 // as it is (QueueExecutors.swift). Both ends are GrandCentral's, so what the Swift
 // runtime's own main executor (libdispatch's main queue) allocates is not counted.
