@@ -2,7 +2,7 @@
 
 @_cdecl("dispatch_group_create")
 public func dispatch_group_create() -> UnsafeMutableRawPointer {
-    retainedHandle(DispatchGroup(ownedThroughExternalRefs: true))
+    retainedHandle(DispatchGroup.makeForCAPI())
 }
 
 @_cdecl("dispatch_group_enter")

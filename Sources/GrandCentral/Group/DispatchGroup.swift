@@ -33,8 +33,9 @@ import Synchronization
 public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     let state = Atomic<UInt64>(0)
     let wakeups: UnsafeMutablePointer<UInt32>
-    /// True when the group is owned through `externalRefs` (see Lifetime). Immutable.
-    private let selfHoldIsExternal: Bool
+    /// True when the group is owned through `externalRefs` (see Lifetime). Set once, by
+    /// `makeForCAPI` before the group is published; read-only after.
+    private var selfHoldIsExternal = false
     private struct Notification {
         let generation: UInt64
         let queue: DispatchQueue
@@ -50,17 +51,20 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     static let hasNotify: UInt64 = 1 << 33
     static let generationUnit: UInt64 = 1 << 34
 
-    /// A new, empty group.
-    public convenience init() { self.init(ownedThroughExternalRefs: false) }
-
-    /// A new, empty group; `ownedThroughExternalRefs` for one whose owner is the C API's
-    /// count (`externalRefs`, see DispatchObject), whose reaching zero drops the ARC retain
-    /// the owner holds.
-    init(ownedThroughExternalRefs: Bool) {
+    /// A new, empty group. (A designated initializer, as `Dispatch`'s is: the Swift API's
+    /// surface is checked against it, scripts/api-diff.sh.)
+    public init() {
         wakeups = .allocate(capacity: 1)
         wakeups.initialize(to: 0)
-        selfHoldIsExternal = ownedThroughExternalRefs
         super.init(kind: .group)
+    }
+
+    /// A new, empty group owned through the C API's count (`externalRefs`, see
+    /// DispatchObject), whose reaching zero drops the ARC retain the owner holds.
+    static func makeForCAPI() -> DispatchGroup {
+        let group = DispatchGroup()
+        group.selfHoldIsExternal = true
+        return group
     }
 
     deinit { wakeups.deallocate() }
