@@ -65,15 +65,21 @@ enum ContinuationCache {
         // (any thread may free it), so the depot's lock is taken once per refill rather
         // than once per node. A failed malloc is retried; memory that stays gone ends the
         // process with a static message (gc_alloc).
-        var chain: Continuation?
+        // Linked in allocation order, so the nodes leave the cache in address order: a
+        // backlog built from them is then drained front to back through memory, which the
+        // hardware prefetcher follows (a chain reversed in blocks of 32 drained at half
+        // the speed).
+        let first = mallocNode()
+        var last = first
         for _ in 1..<refill {
             let node = mallocNode()
-            node.pointee.next = chain
-            chain = node
+            last.pointee.next = node
+            last = node
         }
-        thread.pointee.cache = chain
+        last.pointee.next = nil
+        thread.pointee.cache = first.pointee.next
         thread.pointee.cache_count = refill - 1
-        return mallocNode()
+        return first
     }
 
     /// Nodes malloc'd at once when the depot has no batch to give (at most `limit`).
