@@ -49,9 +49,9 @@ import Synchronization
 ///   exchange that takes the list; those two atomics order the plain accesses. A node is
 ///   in the inbox at most once (`request.isQueued`).
 /// - `clock`, `deadline`, `latest`, `appliedArm`, `deadlineSlot`, `isRetired`: the event
-///   thread only. (The tie-breaking insertion order lives in the heap entry, not here.) The heap orders nodes by these; a
-///   `fire` callback (which runs on the event thread) may read `appliedArm` to know which
-///   arm is firing.
+///   thread only. The heap orders nodes by these (the tie-breaking insertion order lives
+///   in the heap entry, not here); a `fire` callback (which runs on the event thread) may
+///   read `appliedArm` to know which arm is firing.
 /// Not final: a timer source's monitor is a subclass (`SourceTimer`), so a timer source
 /// costs one object for its node and its schedule.
 class TimerNode: @unchecked Sendable {
