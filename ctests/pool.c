@@ -313,10 +313,15 @@ static void section_no_snowball(void) {
 // one at a time with the gap between them swept across the spin window (0-60 us, busy
 // waits), from this thread onto a global queue and onto a serial queue, and from a worker
 // (each item submits the next after its gap): a lost hand-off leaves an item unrun and the
-// 5 s wait for it fails. 100,000 hand-offs in all.
-enum { HANDOFF_ROUNDS = 40000, HANDOFF_CHAIN = 20000 };
+// 5 s wait for it fails. Up to 100,000 hand-offs in all, done in a few seconds on an idle
+// machine; each part stops at its time budget (18 s for the rounds, 18 s for the chain) so a
+// machine at a load average of 15 or more, where a wake-up can take milliseconds, stays under
+// the section's 50 s watchdog. Each part must still reach a floor of hand-offs.
+enum { HANDOFF_ROUNDS = 40000, HANDOFF_CHAIN = 20000, HANDOFF_FLOOR = 2000 };
+static const uint64_t handoff_budget_ns = 18000000000ull;
 static dispatch_semaphore_t handoff_done;
 static atomic_long handoff_chain_left;
+static _Atomic uint64_t handoff_chain_deadline;
 
 static uint64_t handoff_gap(long i) { return (uint64_t)(i % 13) * 5000; }
 
@@ -327,7 +332,7 @@ static void handoff_item(void *context) {
 
 static void handoff_chain_item(void *context) {
     long left = atomic_fetch_sub(&handoff_chain_left, 1) - 1;
-    if (left == 0) {
+    if (left == 0 || now_ns() > atomic_load(&handoff_chain_deadline)) {
         dispatch_semaphore_signal(handoff_done);
         return;
     }
@@ -339,17 +344,29 @@ static void section_spin_handoff(void) {
     check_section("100,000 items handed over one at a time across the spin window: every one runs");
     handoff_done = dispatch_semaphore_create(0);
     dispatch_queue_t serial = dispatch_queue_create("pool.handoff", DISPATCH_QUEUE_SERIAL);
-    for (long i = 0; i < 2 * HANDOFF_ROUNDS; i++) {
-        busy_wait_ns(handoff_gap(i));
-        dispatch_async_f(i % 2 ? serial : dispatch_get_global_queue(0, 0), NULL, handoff_item);
+    uint64_t rounds_end = now_ns() + handoff_budget_ns;
+    long rounds = 0;
+    while (rounds < 2 * HANDOFF_ROUNDS && now_ns() < rounds_end) {
+        busy_wait_ns(handoff_gap(rounds));
+        dispatch_async_f(rounds % 2 ? serial : dispatch_get_global_queue(0, 0), NULL, handoff_item);
         long r = dispatch_semaphore_wait(handoff_done, dispatch_time(DISPATCH_TIME_NOW, 5000000000ll));
-        CHECKF(r == 0, "hand-off %ld (gap %llu ns) did not run within 5 s", i, (unsigned long long)handoff_gap(i));
+        CHECKF(r == 0, "hand-off %ld (gap %llu ns) did not run within 5 s", rounds,
+               (unsigned long long)handoff_gap(rounds));
+        rounds++;
     }
+    printf("   %ld of %d hand-offs from this thread\n", rounds, 2 * HANDOFF_ROUNDS);
+    CHECKF(rounds >= HANDOFF_FLOOR, "only %ld hand-offs in %llu s", rounds,
+           (unsigned long long)(handoff_budget_ns / 1000000000u));
     atomic_store(&handoff_chain_left, HANDOFF_CHAIN);
+    atomic_store(&handoff_chain_deadline, now_ns() + handoff_budget_ns);
     dispatch_async_f(dispatch_get_global_queue(0, 0), NULL, handoff_chain_item);
-    long r = dispatch_semaphore_wait(handoff_done, dispatch_time(DISPATCH_TIME_NOW, 30000000000ll));
+    long r = dispatch_semaphore_wait(handoff_done, dispatch_time(DISPATCH_TIME_NOW, 25000000000ll));
+    long chained = HANDOFF_CHAIN - atomic_load(&handoff_chain_left);
     CHECKF(r == 0, "a chain of %d items submitted from workers stopped with %ld left", HANDOFF_CHAIN,
            atomic_load(&handoff_chain_left));
+    printf("   %ld of %d hand-offs in the chain from workers\n", chained, HANDOFF_CHAIN);
+    CHECKF(chained >= HANDOFF_FLOOR, "only %ld hand-offs in the chain in %llu s", chained,
+           (unsigned long long)(handoff_budget_ns / 1000000000u));
     dispatch_release(serial);
 }
 
