@@ -105,7 +105,7 @@ func object(_ handle: UnsafeMutableRawPointer?, _ function: StaticString) -> Unm
 /// symbol; for the other kinds a mismatch is the client bug at once). The semaphore's and
 /// the group's hot calls then cost a NULL test, a kind test and their atomic: no load of a
 /// symbol's address from the GOT (callgrind, with the entry points inlined into their
-/// @_cdecl thunks: signal + wait 35 -> 21 instructions a pair; libdispatch's 8 test
+/// @_cdecl thunks: signal + wait 35 -> 20 instructions a pair; libdispatch's 8 test
 /// neither NULL nor kind).
 @inline(__always)
 func typedObject<T: DispatchObject>(_ handle: UnsafeMutableRawPointer?, _ kind: ObjectKind, _ function: StaticString,
