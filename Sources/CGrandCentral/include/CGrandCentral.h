@@ -216,7 +216,7 @@ static inline void gc_held_restore(gc_held_frame_t *previous) { gc_thread_storag
 /// The innermost frame, or NULL outside any queue.
 static inline gc_held_frame_t *gc_held_top(void) { return gc_thread_storage.held; }
 
-/// Arranges (once per thread) for the thread's continuation cache to be freed when the
+/// Arranges (once per thread) for the thread's continuation cache to go back to its slabs when the
 /// thread exits, so threads that come and go do not leak their caches.
 void gc_thread_register_cache_cleanup(void);
 
