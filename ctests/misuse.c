@@ -130,6 +130,28 @@ static void sync_under_own_barrier(void) {
     dispatch_barrier_sync_f(barrier_queue, NULL, sync_from_barrier);
 }
 
+// --- a NULL handle or a handle of the wrong kind (GrandCentral only: libdispatch checks
+// neither, and may count on whatever the handle points at) -------------------------------
+static volatile dispatch_semaphore_t null_semaphore;
+
+static void null_semaphore_signal(void) {
+    dispatch_semaphore_signal(null_semaphore);
+}
+
+// The main queue's handle is a data symbol, zero-filled: the semaphore's fast path reads
+// its kind byte before comparing it with the symbols (GrandCentralExports/Handles.swift).
+static void main_queue_as_semaphore(void) {
+    dispatch_semaphore_wait((dispatch_semaphore_t)(void *)dispatch_get_main_queue(), DISPATCH_TIME_NOW);
+}
+
+static void empty_data_as_group(void) {
+    dispatch_group_enter((dispatch_group_t)(void *)dispatch_data_empty);
+}
+
+static void group_as_semaphore(void) {
+    dispatch_semaphore_signal((dispatch_semaphore_t)(void *)dispatch_group_create());
+}
+
 int main(void) {
     check_start("misuse", 55);
 
@@ -168,6 +190,14 @@ int main(void) {
     expect_client_bug("dispatch_sync_f|dispatch_sync", sync_onto_main_chain);
     check_section("a non-barrier dispatch_sync onto a concurrent queue from its own barrier");
     expect_client_bug("dispatch_sync_f|dispatch_sync", sync_under_own_barrier);
+    check_section("dispatch_semaphore_signal with a NULL semaphore");
+    expect_client_bug("dispatch_semaphore_signal", null_semaphore_signal);
+    check_section("dispatch_semaphore_wait on the main queue");
+    expect_client_bug("dispatch_semaphore_wait", main_queue_as_semaphore);
+    check_section("dispatch_group_enter on dispatch_data_empty");
+    expect_client_bug("dispatch_group_enter", empty_data_as_group);
+    check_section("dispatch_semaphore_signal on a group");
+    expect_client_bug("dispatch_semaphore_signal", group_as_semaphore);
 #endif
 
 #ifdef __BLOCKS__

@@ -1,4 +1,4 @@
-// LD_PRELOAD shim for the fault tests: makes malloc and calloc fail, but only calls made
+// LD_PRELOAD shim for the fault tests: makes malloc, calloc and posix_memalign fail, but only calls made
 // directly from the dispatch library's own code (the return address lies in the mapping
 // of a file whose name contains GC_SHIM_MALLOC_IMAGE, default "libgrandcentral";
 // "libdispatch" for the reference), so that the C library and the Swift runtime keep working and the failure
@@ -17,6 +17,7 @@
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
 
 static _Atomic uintptr_t shim_low, shim_high;
 static atomic_long shim_countdown;  // > 0: armed; the call that takes it to 0 fails
@@ -68,4 +69,14 @@ void *malloc(size_t size) {
 void *calloc(size_t count, size_t size) {
     if (shim_fails((uintptr_t)__builtin_return_address(0))) return NULL;
     return __libc_calloc(count, size);
+}
+
+// GrandCentral's work-item slabs are page-aligned (gc_continuation_slab_new).
+int posix_memalign(void **out, size_t alignment, size_t size) {
+    if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0) return EINVAL;
+    if (shim_fails((uintptr_t)__builtin_return_address(0))) return ENOMEM;
+    void *p = __libc_memalign(alignment, size);
+    if (p == NULL && size != 0) return ENOMEM;
+    *out = p;
+    return 0;
 }

@@ -26,12 +26,7 @@ static pthread_once_t gc_cache_key_once = PTHREAD_ONCE_INIT;
 
 static void gc_cache_cleanup(void *unused) {
     (void)unused;
-    gc_continuation_t *node = gc_thread_storage.cache;
-    while (node) {
-        gc_continuation_t *next = node->next;
-        free(node);
-        node = next;
-    }
+    gc_continuation_release(gc_thread_storage.cache);
     gc_thread_storage.cache = NULL;
     gc_thread_storage.cache_count = 0;
     // A later thread-exit destructor may recycle nodes again: let it register again.
@@ -317,12 +312,15 @@ static const char *const gc_alloc_messages[] = {
     [GC_ALLOC_APPLY_STATE] = "GrandCentral: out of memory: dispatch_apply states\n",
 };
 
-void *gc_alloc(size_t size, gc_alloc_what_t what) {
+/// gc_alloc, and with `alignment` non-zero the same for an aligned block.
+static void *gc_alloc_aligned(size_t alignment, size_t size, gc_alloc_what_t what) {
     // 1 + 2 + 4 + ... + 64 ms, then 64 ms until about 1 s has passed: long enough for a
     // peak (another thread's large buffer freed, the kernel reclaiming cache) to pass.
     long slept_ms = 0, wait_ms = 1;
     for (;;) {
-        void *p = malloc(size);
+        void *p = NULL;
+        if (alignment == 0) p = malloc(size);
+        else if (posix_memalign(&p, alignment, size) != 0) p = NULL;
         if (p) return p;
         if (slept_ms >= 1000) break;
         struct timespec ts = { .tv_sec = 0, .tv_nsec = wait_ms * 1000000L };
@@ -338,6 +336,49 @@ void *gc_alloc(size_t size, gc_alloc_what_t what) {
     default_action.sa_handler = SIG_DFL;
     sigaction(SIGABRT, &default_action, NULL);
     abort();
+}
+
+void *gc_alloc(size_t size, gc_alloc_what_t what) { return gc_alloc_aligned(0, size, what); }
+
+// Work-item slabs (CGrandCentral.h). The header line's first word counts the slab's nodes
+// not yet released; it is written plainly when the slab is made (the nodes reach other
+// threads only through the queues' release/acquire publication) and then only by atomic
+// subtraction, acquiring and releasing: every use of a node, on any thread, happens before
+// the subtraction that releases it, so the thread whose subtraction reaches zero sees all
+// of them before it frees the slab.
+#define GC_SLAB_BYTES 4096
+#define GC_SLAB_LINES 63
+
+_Static_assert(sizeof(gc_continuation_t) == 64, "a work-item node is one cache line");
+_Static_assert(GC_CONTINUATION_SLAB_NODES == GC_SLAB_LINES - 1, "a header line, then the nodes");
+
+static inline uintptr_t *gc_slab_of(gc_continuation_t *node) {
+    return (uintptr_t *)((uintptr_t)node & ~(uintptr_t)(GC_SLAB_BYTES - 1));
+}
+
+gc_continuation_t *gc_continuation_slab_new(void) {
+    char *slab = gc_alloc_aligned(GC_SLAB_BYTES, GC_SLAB_LINES * sizeof(gc_continuation_t),
+                                  GC_ALLOC_CONTINUATION);
+    *(uintptr_t *)slab = GC_CONTINUATION_SLAB_NODES;
+    gc_continuation_t *nodes = (gc_continuation_t *)(slab + sizeof(gc_continuation_t));
+    for (int i = 0; i < GC_CONTINUATION_SLAB_NODES - 1; i++) nodes[i].next = &nodes[i + 1];
+    nodes[GC_CONTINUATION_SLAB_NODES - 1].next = NULL;
+    return nodes;
+}
+
+void gc_continuation_release(gc_continuation_t *chain) {
+    while (chain) {
+        // One subtraction per run of consecutive nodes from one slab (a batch drained in
+        // order is mostly such runs). Each node's `next` is read before its slab's count
+        // goes down: after that the slab may be gone.
+        uintptr_t *slab = gc_slab_of(chain);
+        uintptr_t run = 0;
+        do {
+            run++;
+            chain = chain->next;
+        } while (chain && gc_slab_of(chain) == slab);
+        if (__atomic_sub_fetch(slab, run, __ATOMIC_ACQ_REL) == 0) free(slab);
+    }
 }
 
 void gc_write_stderr(const char *line) {

@@ -3,7 +3,10 @@
 // (DISPATCH_QUEUE_CONCURRENT is `&_dispatch_queue_attr_concurrent`).
 //
 // Only their addresses matter: the handle layer recognises these two handles by address
-// (GrandCentralExports/include/GrandCentralSymbols.h) and never reads or writes the bytes. The structs
+// (GrandCentralExports/include/GrandCentralSymbols.h) and never writes the bytes. It reads
+// one: a handle's kind byte, before it compares the handle with these (typedObject,
+// Handles.swift); zero-filled, it reads as a queue's kind, never a group's or a semaphore's
+// or any kind but the one each symbol stands for. They must stay zero-filled. The structs
 // are completed here, privately, with padding of a plausible size. It is not zero
 // because a non-PIC executable that takes the address gets a copy relocation: the
 // linker reserves st_size bytes in the executable and every reference, the library's

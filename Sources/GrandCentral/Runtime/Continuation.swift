@@ -37,10 +37,10 @@ struct ContinuationFlags: OptionSet {
 /// (`gc_thread_t.cache`, CGrandCentral.h).
 ///
 /// Work usually flows one way — a producer thread allocates, a worker frees — so the
-/// caches alone would send every node through malloc on one side and free on the other.
-/// A full cache therefore hands its nodes to the `ContinuationDepot` as one batch, and an
-/// empty cache takes a batch from there before it calls malloc: nodes circulate between
-/// threads in batches of `limit`, one lock round trip per batch.
+/// caches alone would send every node to a new slab on one side and back to its slab on
+/// the other. A full cache therefore hands its nodes to the `ContinuationDepot` as one
+/// batch, and an empty cache takes a batch from there before it makes a slab: nodes
+/// circulate between threads in batches of `limit`, one lock round trip per batch.
 enum ContinuationCache {
     static let limit: UInt32 = 256
 
@@ -64,34 +64,13 @@ enum ContinuationCache {
             return batch
         }
         // The depot is empty (a backlog is growing: nodes go out faster than they come
-        // back): fill the cache with `refill` nodes from malloc, each its own allocation
-        // (any thread may free it), so the depot's lock is taken once per refill rather
-        // than once per node. A failed malloc is retried; memory that stays gone ends the
-        // process with a static message (gc_alloc).
-        // Linked in allocation order, so the nodes leave the cache in address order: a
-        // backlog built from them is then drained front to back through memory, which the
-        // hardware prefetcher follows (a chain reversed in blocks of 32 drained at half
-        // the speed).
-        let first = mallocNode()
-        var last = first
-        for _ in 1..<refill {
-            let node = mallocNode()
-            last.pointee.next = node
-            last = node
-        }
-        last.pointee.next = nil
+        // back): fill the cache from a new slab (CGrandCentral.h), whose nodes come linked
+        // in address order, so a backlog built from them is drained front to back through
+        // memory, which the hardware prefetcher follows.
+        let first = gc_continuation_slab_new()!
         thread.pointee.cache = first.pointee.next
-        thread.pointee.cache_count = refill - 1
+        thread.pointee.cache_count = UInt32(GC_CONTINUATION_SLAB_NODES) - 1
         return first
-    }
-
-    /// Nodes malloc'd at once when the depot has no batch to give (at most `limit`).
-    static let refill: UInt32 = 32
-
-    @inline(__always)
-    private static func mallocNode() -> Continuation {
-        gc_alloc(MemoryLayout<gc_continuation_t>.size, GC_ALLOC_CONTINUATION)!
-            .bindMemory(to: gc_continuation_t.self, capacity: 1)
     }
 
     @inline(__always)
@@ -132,7 +111,8 @@ enum ContinuationCache {
 /// Full batches of `ContinuationCache.limit` free continuations, shared by all threads.
 /// A batch is a chain through `next`; batches are chained through their first node's
 /// `slot.next_batch`. Guarded by `lock`. At most `maximumBatches` are kept; beyond that a
-/// batch goes back to malloc.
+/// batch's nodes go back to their slabs (`gc_continuation_release`), and a slab whose
+/// nodes have all come back goes back to malloc.
 final class ContinuationDepot: @unchecked Sendable {
     static let shared = ContinuationDepot()
     static let maximumBatches = 64
@@ -149,13 +129,7 @@ final class ContinuationDepot: @unchecked Sendable {
             count += 1
             return true
         }
-        if !kept {
-            var node: Continuation? = batch
-            while let n = node {
-                node = n.pointee.next
-                free(n)
-            }
-        }
+        if !kept { gc_continuation_release(batch) }
     }
 
     func take() -> Continuation? {

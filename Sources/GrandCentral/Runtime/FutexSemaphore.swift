@@ -33,9 +33,17 @@ struct FutexSemaphore: ~Copyable, @unchecked Sendable {
         // acquiringAndReleasing: a signal publishes the signaller's writes to the waiter.
         let old = value.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue
         if old >= 0 { return false }
+        Self.grantWakeup(grants)
+        return true
+    }
+
+    /// `signal` found a waiter: one grant and one futex wake. Out of line and static (the
+    /// futex word its only argument), so the uncontended signal saves no register and
+    /// keeps no frame.
+    @inline(never)
+    static func grantWakeup(_ grants: UnsafeMutablePointer<UInt32>) {
         _ = gc_word_add(grants, 1)
         gc_futex_wake(grants, 1)
-        return true
     }
 
     /// Returns true when it got the semaphore, false on timeout. `timeoutNanoseconds < 0`

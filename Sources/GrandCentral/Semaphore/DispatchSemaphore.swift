@@ -38,12 +38,14 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
     @inline(__always)
     func waitSemaphore(deadline: UInt64) -> Bool {
         if semaphore.takeOrJoinWaiters() { return true }
-        return waitAsWaiter(deadline: deadline)
+        return Self.waitAsWaiter(self, deadline: deadline)
     }
 
+    /// Static, the semaphore an ordinary argument: a method would take it in the
+    /// self register, which the C entry point would then save and restore on every call.
     @inline(never)
-    func waitAsWaiter(deadline: UInt64) -> Bool {
-        waitAsWaiter(timeoutNanoseconds: DispatchClock.nanosecondsUntil(deadline))
+    static func waitAsWaiter(_ semaphore: DispatchSemaphore, deadline: UInt64) -> Bool {
+        semaphore.waitAsWaiter(timeoutNanoseconds: DispatchClock.nanosecondsUntil(deadline))
     }
 
     /// True when the semaphore was taken, false on timeout (`timeoutNanoseconds < 0`:
