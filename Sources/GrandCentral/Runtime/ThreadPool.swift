@@ -56,8 +56,8 @@ import Synchronization
 /// exactly one of two places: the item list of one of the twelve root queues, or an
 /// ordinary queue's own list, which the pool never sees (an ordinary queue with work is one
 /// item, its drain, on its target's list, so a serial queue's FIFO is its own list's order
-/// and nothing here can reorder it). A root's list is a `ContinuationList`: any thread
-/// pushes (one atomic exchange); consumers take turns under the root's `rootPopLock` — any
+/// and nothing here can reorder it). A root's list (`RootQueue`, `ContinuationList`'s protocol): any thread
+/// pushes (one atomic exchange); consumers take turns under the root's `popLock` — any
 /// worker, and the event thread while no worker can start (`takeWorkWithoutWorker`). There
 /// is nothing per worker: no local queue, no LIFO slot. So an item not yet started is
 /// always where every worker, and every thread the monitor adds, can take it, which the
@@ -369,7 +369,7 @@ final class ThreadPool: @unchecked Sendable {
     /// waiting, of the given flavour (nil: either), or nil if none has any.
     func waitingRoot(overcommit: Bool?) -> Int? {
         for (i, queue) in scanOrder.enumerated() {
-            let (empty, flavour) = queue._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.overcommit) }
+            let (empty, flavour) = queue._withUnsafeGuaranteedRef { ($0.isEmptyRoot, $0.overcommit) }
             if !empty && (overcommit == nil || overcommit == flavour) { return scanOrder.count - 1 - i }
         }
         return nil
@@ -424,7 +424,7 @@ final class ThreadPool: @unchecked Sendable {
 
     @inline(__always)
     func hasWork() -> Bool {
-        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.isEmptyRoot }) { return true }
         return false
     }
 
@@ -433,7 +433,7 @@ final class ThreadPool: @unchecked Sendable {
     func hasWork(fromScanIndex first: Int) -> Bool {
         var i = first
         while i < scanOrder.count {
-            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.isEmptyRoot }) { return true }
             i += 1
         }
         return false
