@@ -95,17 +95,11 @@ import Synchronization
 /// Go). Weighed against profiles, not built:
 /// - The fan-out row (1M `dispatch_group_async_f` from the main thread; bench group_async
 ///   and fanout_openmp) is fed by a thread that is not a worker, so its items enter through
-///   a root whatever workers hold. In its profile (perf, 2 CPUs) the worker loop's samples
-///   are the load of the popped node's `next` (39%: a line the producer has just written,
-///   which any queue fed from another thread pays), the pop lock's exchange (26%) and the
-///   list's tail (11%); `popRootContended` is 12% of all samples. Local queues amortize the
-///   lock only if workers take items from the root in batches, and a batch a worker holds
-///   where the monitor cannot see it breaks the rules above: 200 items that each usleep
-///   20 ms, taken 8 at a time, would sleep 8 in a row on one thread (the sleepers row).
-///   The row's yardstick is not a queue discipline either: libgomp runs a task at once on
-///   the creating thread while many are queued (task throttling), and in 2 of 3 runs here
-///   0.96-1.05 million of the 1.1 million tasks (warm-up included) ran on the creating
-///   thread; `dispatch_async_f` cannot run its function on its caller's thread.
+///   a root whatever workers hold. Local queues amortize the pop lock only if workers take
+///   items from the root in batches, and a batch a worker holds where the monitor cannot
+///   see it breaks the rules above: 200 items that each usleep 20 ms, taken 8 at a time,
+///   would sleep 8 in a row on one thread (the sleepers row). What the row costs, and what
+///   was done about it, is under "The fan-out row" below.
 /// - The Swift task group (the drop-in's row): GrandCentral's code is 4% of its CPU
 ///   samples (libdispatch's, 7% of the same binary's); the kernel is 53% (page faults and
 ///   mprotect as malloc's per-thread arenas grow and shrink: children are allocated on one
@@ -117,6 +111,41 @@ import Synchronization
 ///   variable for it waits for the item in its own slot) unless the monitor learns to steal
 ///   it; a slot others can take is emptied at once by a spinning worker, which is what
 ///   spinning already does without one.
+///
+/// The fan-out row (2 CPUs; one thread submits 1M `dispatch_group_async_f` of a counter
+/// bump to the default global queue, then waits; OpenMP's yardstick is 1M `omp task` on
+/// the same CPUs). The submitting thread is the bottleneck: before the levers below it
+/// spent 41-50 ns per item submitting and 3-5 ns waiting for the tail (load 5). Its own CPU time per item
+/// (CLOCK_THREAD_CPUTIME_ID over the loop) is 15-24 ns; the rest of the wall clock is
+/// cache lines it waits for, each written by a worker the item before: the node (recycled
+/// by a worker into its cache, handed back through the depot), the root's list, and the
+/// group's state word (the producer's enter against each worker's leave). A locked
+/// instruction waits for the stores before it, so in the profile the misses showed up at
+/// the group's `lock xadd` and the root's tail exchange. Three levers paid, each measured
+/// alternating with the build before it (load 14-18, so best and median of 12-14 runs):
+/// - the root's list with the producer's fields (`tail`, `pushes`) and the consumers'
+///   (`head`, the pop lock, `pops`) on separate lines, and consumers reading `head`
+///   before `tail` (RootQueue): 53.3 -> 50.0 ns/item best, 59.3 -> 54.1 median;
+/// - a worker leaves a group once for a run of that group's items (`runGroupItem`): the
+///   group's line stays with the producer; 50.0 -> 43.5 best, 54.1 -> 47.1 median;
+/// - allocation prefetches the next cached node for writing (ContinuationCache): 49.6 ->
+///   44.4 best, 82.4 -> 61.2 median; the producer's CPU time 23.9 -> 18.7 ns median.
+/// Measured and left out: a test-and-test-and-set pop lock (best 38.7 -> 34.7, median
+/// 48.3 -> 61.4; total CPU no lower); a pause before a worker looks again after losing the
+/// pop lock (best 38.8 -> 43.4). Workers: one (GRANDCENTRAL_THREAD_LIMIT=1) is no faster
+/// than two on a quiet machine (47.5 vs 47.2 best of 8, load 5) and slower under load
+/// (70 vs 43, load 14); the run makes 300-1,500 context switches for 1.1M items, so
+/// neither a second worker nor a spinner takes the producer's CPU away often. What is
+/// left on the workers' side is the pop lock, taken by two workers in turn (its exchange
+/// and `popRootContended` are about a quarter of all samples): the batching that would
+/// remove it is the rejected design above. The yardstick is not reachable within the
+/// contract: libgomp runs a task at once on the creating thread while many are queued
+/// (task throttling; in 2 of 3 runs 0.96-1.05 million of the 1.1 million tasks ran on the
+/// creating thread), so OpenMP's 15-25 ns per task is about what GrandCentral's producer
+/// alone spends per `dispatch_group_async_f` (15-24 ns of CPU) before any worker runs the
+/// item, and `dispatch_async_f` cannot run its function on its caller's thread.
+/// bench/run.sh at load 5: group_async 20.4 -> 22.9 Mitems/s (libdispatch 10.2), against
+/// OpenMP 2.19 -> 2.40x its time (OpenMP's best moved 22.9 -> 18.5 ns between the runs).
 ///
 /// What a worker runs at: the nice value of the QoS class of the root its item came from
 /// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
