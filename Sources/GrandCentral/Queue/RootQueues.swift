@@ -113,9 +113,10 @@ enum RootQueues {
 /// the two sides do not share a cache line. A root is fed by threads that are not its
 /// consumers (the fan-out row: the main thread pushes, two workers pop), and with `head`,
 /// `tail`, the pop lock, `pops` and the `overcommit` flag the producer reads within one or
-/// two lines, every pop took the line away from the producer and every push took it back:
-/// in the fan-out row's profile the producer's exchange of `tail` and its load of
-/// `overcommit` were half of `dispatch_group_async_f`'s samples. So:
+/// two lines, every pop took the line away from the producer and every push took it back
+/// (in the fan-out row's profile the instructions after the producer's exchange of `tail`
+/// and its load of `overcommit` held 45% of `dispatch_group_async_f`'s samples, though a
+/// locked instruction also waits for the stores before it). So:
 /// - the producer's line: `tail` and `pushes`, written by producers (and by the consumer
 ///   only when it empties the list);
 /// - the consumer's line: `head`, `popLock`, `pops`, written by the lock holder (and by a
