@@ -1,6 +1,7 @@
 // Groups: dispatch_group_async_f + wait; enter/leave; notify runs exactly once after every
 // member finished; a wait that times out returns non-zero; notify on an empty group runs;
-// a group can be reused after it emptied.
+// a group can be reused after it emptied; an item behind the members that waits for the
+// group sees every member leave.
 #include "check.h"
 
 static atomic_long finished;
@@ -181,6 +182,44 @@ static void wait_inside_items(void) {
     dispatch_release(inner_group);
 }
 
+// MARK: - A waiter queued behind the members
+
+static dispatch_group_t behind_group;
+static atomic_long behind_members, behind_ok, behind_done;
+
+static void behind_member(void *context) {
+    (void)context;
+    atomic_fetch_add(&behind_members, 1);
+}
+
+static void waits_behind_members(void *context) {
+    long expected = (long)(intptr_t)context;
+    if (dispatch_group_wait(behind_group, dispatch_time(DISPATCH_TIME_NOW, 5 * (int64_t)NSEC_PER_SEC)) == 0
+        && atomic_load(&behind_members) == expected) {
+        atomic_fetch_add(&behind_ok, 1);
+    }
+    atomic_fetch_add(&behind_done, 1);
+}
+
+// Members, then on the same queue an item (not a member) that waits for the group: the
+// worker that ran the last members must have left the group before it runs the waiter
+// (a worker applies the leaves of a run of one group's items together, ThreadPool).
+static void waiter_behind_members(void) {
+    check_section("an item queued behind a group's members that waits for the group sees them all leave");
+    enum { ROUNDS = 2000, MEMBERS = 8 };
+    dispatch_queue_t global = dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0);
+    atomic_store(&behind_members, 0);
+    for (long round = 1; round <= ROUNDS; round++) {
+        behind_group = dispatch_group_create();
+        for (int i = 0; i < MEMBERS; i++) dispatch_group_async_f(behind_group, global, NULL, behind_member);
+        dispatch_async_f(global, (void *)(intptr_t)(round * MEMBERS), waits_behind_members);
+        WAIT_FOR_COUNT(&behind_done, round, 30);
+        CHECKF(atomic_load(&behind_ok) == round, "round %ld: the waiter timed out or saw %ld of %ld members",
+               round, atomic_load(&behind_members), round * MEMBERS);
+        dispatch_release(behind_group);
+    }
+}
+
 #ifdef __BLOCKS__
 static void blocks(void) {
     check_section("blocks: dispatch_group_async and dispatch_group_notify");
@@ -293,6 +332,7 @@ int main(void) {
     enter_and_leave();
     notify();
     wait_inside_items();
+    waiter_behind_members();
     test_group_rounds();
     lifetime();
 #ifdef __BLOCKS__

@@ -137,6 +137,10 @@ static inline gc_continuation_t *gc_continuation_load_next(gc_continuation_t *c)
 static inline void gc_continuation_store_next(gc_continuation_t *c, gc_continuation_t *n) {
     __atomic_store_n(&c->next, n, __ATOMIC_RELEASE);
 }
+/// Asks the CPU to bring `p`'s cache line in for writing, ahead of a write there.
+static inline void gc_prefetch_for_write(const void *p) {
+    __builtin_prefetch(p, 1, 3);
+}
 static inline void gc_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

@@ -98,17 +98,22 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     /// hold on itself). A leave that closes a generation, and an unbalanced one, go out of
     /// line (`leaveClosing`).
     @inline(__always)
-    public func leave() {
+    public func leave() { leave(times: 1) }
+
+    /// `n` leaves at once, as one atomic step: a worker that ran several items of this
+    /// group in a row applies their leaves together (`Worker.flushGroupLeaves`).
+    @inline(__always)
+    func leave(times n: UInt64) {
         // releasing: the work's writes happen-before whoever observes the group empty.
         var s = state.load(ordering: .relaxed)
         while true {
             let count = s & Self.countMask
-            if count <= 1 && (count == 0 || s & (Self.hasWaiters | Self.hasNotify) != 0) {
-                return leaveClosing()
+            if count <= n && (count < n || s & (Self.hasWaiters | Self.hasNotify) != 0) {
+                return leaveClosing(times: n)
             }
-            let (done, now) = state.weakCompareExchange(expected: s, desired: s &- 1, ordering: .acquiringAndReleasing)
+            let (done, now) = state.weakCompareExchange(expected: s, desired: s &- n, ordering: .acquiringAndReleasing)
             if done {
-                if count == 1 { dropSelfHold() }
+                if count == n { dropSelfHold() }
                 return
             }
             s = now
@@ -118,19 +123,19 @@ public final class DispatchGroup: DispatchObject, @unchecked Sendable {
     /// Any leave: the one that returns the count to zero with a flag set clears the flags
     /// and bumps the generation in its CAS, then wakes and notifies (`becameEmpty`).
     @inline(never)
-    private func leaveClosing() {
+    private func leaveClosing(times n: UInt64) {
         var s = state.load(ordering: .relaxed)
         while true {
             let count = s & Self.countMask
-            if count == 0 { Self.unbalancedLeave() }
-            var desired = s - 1
+            if count < n { Self.unbalancedLeave() }
+            var desired = s - n
             let flags = s & (Self.hasWaiters | Self.hasNotify)
-            if count == 1 && flags != 0 {
+            if count == n && flags != 0 {
                 desired = (desired & ~(Self.hasWaiters | Self.hasNotify)) &+ Self.generationUnit
             }
             let (done, now) = state.weakCompareExchange(expected: s, desired: desired, ordering: .acquiringAndReleasing)
             if done {
-                if count == 1 {
+                if count == n {
                     if flags != 0 { becameEmpty(closing: s >> 34, flags: flags) }
                     dropSelfHold()
                 }

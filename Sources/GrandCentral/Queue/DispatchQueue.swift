@@ -66,8 +66,6 @@ public class DispatchQueue: DispatchObject, @unchecked Sendable {
     let borrowedLabel = Atomic<UnsafeMutableRawPointer?>(nil)
     var qosLevel: QoSLevel
     var relativePriority: Int32
-    /// Root queues only: serializes consumers (the list is multi-producer, single-consumer).
-    let rootPopLock = Atomic<Bool>(false)
     /// dispatch_queue_set_specific storage (QueueSpecifics.swift); empty until first use.
     var specifics: [QueueSpecifics.Entry] = []
     let specificsLock = SpinLock()

@@ -48,8 +48,14 @@ enum ContinuationCache {
     static func allocate() -> Continuation {
         let thread = gc_thread_self()!
         if let node = thread.pointee.cache {
-            thread.pointee.cache = node.pointee.next
+            let next = node.pointee.next
+            thread.pointee.cache = next
             thread.pointee.cache_count &-= 1
+            // The next node's line, for the next allocation's writes: a node recycled by
+            // another thread (a worker) is in that thread's cache, and a producer that
+            // missed on every node it filled in paid for it at its next atomic (a locked
+            // instruction waits for the stores before it).
+            if let next { gc_prefetch_for_write(next) }
             return node
         }
         return allocateSlow(thread)

@@ -38,7 +38,10 @@ enum Fork {
     static func childAfterFork() {
         let pool = ThreadPool.shared
         pool.resetInForkChild()
-        for root in RootQueues.all { forget(root) }
+        for root in RootQueues.all {
+            forget(root)
+            root.forgetInForkChild()
+        }
         forget(mainQueue)
         MainQueueDriver.isParked.store(false, ordering: .relaxed)
         MainQueueDriver.isDraining = false
@@ -48,7 +51,6 @@ enum Fork {
     private static func forget(_ queue: DispatchQueue) {
         queue.items.forgetInForkChild()
         queue.pendingHead.store(0, ordering: .relaxed)
-        queue.rootPopLock.store(false, ordering: .relaxed)
         queue.state.store(0, ordering: .relaxed)   // idle: not enqueued, nothing in flight
     }
 }

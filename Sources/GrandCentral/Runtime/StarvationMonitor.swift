@@ -322,7 +322,7 @@ final class StarvationMonitor: @unchecked Sendable {
             lowestServed = max(lowestServed, pool.scanOrder.count - 1 - worker.rootIndex.load(ordering: .relaxed))
         }
         for (i, root) in pool.scanOrder.enumerated() {
-            let (empty, pops) = root._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.pops.load(ordering: .relaxed)) }
+            let (empty, pops) = root._withUnsafeGuaranteedRef { ($0.isEmptyRoot, $0.pops.load(ordering: .relaxed)) }
             let served = pops != rootPopsSeen[i]
             rootPopsSeen[i] = pops
             if empty || served {

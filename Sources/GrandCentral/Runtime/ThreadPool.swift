@@ -56,8 +56,8 @@ import Synchronization
 /// exactly one of two places: the item list of one of the twelve root queues, or an
 /// ordinary queue's own list, which the pool never sees (an ordinary queue with work is one
 /// item, its drain, on its target's list, so a serial queue's FIFO is its own list's order
-/// and nothing here can reorder it). A root's list is a `ContinuationList`: any thread
-/// pushes (one atomic exchange); consumers take turns under the root's `rootPopLock` — any
+/// and nothing here can reorder it). A root's list (`RootQueue`, `ContinuationList`'s protocol): any thread
+/// pushes (one atomic exchange); consumers take turns under the root's `popLock` — any
 /// worker, and the event thread while no worker can start (`takeWorkWithoutWorker`). There
 /// is nothing per worker: no local queue, no LIFO slot. So an item not yet started is
 /// always where every worker, and every thread the monitor adds, can take it, which the
@@ -95,17 +95,11 @@ import Synchronization
 /// Go). Weighed against profiles, not built:
 /// - The fan-out row (1M `dispatch_group_async_f` from the main thread; bench group_async
 ///   and fanout_openmp) is fed by a thread that is not a worker, so its items enter through
-///   a root whatever workers hold. In its profile (perf, 2 CPUs) the worker loop's samples
-///   are the load of the popped node's `next` (39%: a line the producer has just written,
-///   which any queue fed from another thread pays), the pop lock's exchange (26%) and the
-///   list's tail (11%); `popRootContended` is 12% of all samples. Local queues amortize the
-///   lock only if workers take items from the root in batches, and a batch a worker holds
-///   where the monitor cannot see it breaks the rules above: 200 items that each usleep
-///   20 ms, taken 8 at a time, would sleep 8 in a row on one thread (the sleepers row).
-///   The row's yardstick is not a queue discipline either: libgomp runs a task at once on
-///   the creating thread while many are queued (task throttling), and in 2 of 3 runs here
-///   0.96-1.05 million of the 1.1 million tasks (warm-up included) ran on the creating
-///   thread; `dispatch_async_f` cannot run its function on its caller's thread.
+///   a root whatever workers hold. Local queues amortize the pop lock only if workers take
+///   items from the root in batches, and a batch a worker holds where the monitor cannot
+///   see it breaks the rules above: 200 items that each usleep 20 ms, taken 8 at a time,
+///   would sleep 8 in a row on one thread (the sleepers row). What the row costs, and what
+///   was done about it, is under "The fan-out row" below.
 /// - The Swift task group (the drop-in's row): GrandCentral's code is 4% of its CPU
 ///   samples (libdispatch's, 7% of the same binary's); the kernel is 53% (page faults and
 ///   mprotect as malloc's per-thread arenas grow and shrink: children are allocated on one
@@ -117,6 +111,41 @@ import Synchronization
 ///   variable for it waits for the item in its own slot) unless the monitor learns to steal
 ///   it; a slot others can take is emptied at once by a spinning worker, which is what
 ///   spinning already does without one.
+///
+/// The fan-out row (2 CPUs; one thread submits 1M `dispatch_group_async_f` of a counter
+/// bump to the default global queue, then waits; OpenMP's yardstick is 1M `omp task` on
+/// the same CPUs). The submitting thread is the bottleneck: before the levers below it
+/// spent 41-50 ns per item submitting and 3-5 ns waiting for the tail (load 5). Its own CPU time per item
+/// (CLOCK_THREAD_CPUTIME_ID over the loop) is 15-24 ns; the rest of the wall clock is
+/// cache lines it waits for, each written by a worker the item before: the node (recycled
+/// by a worker into its cache, handed back through the depot), the root's list, and the
+/// group's state word (the producer's enter against each worker's leave). A locked
+/// instruction waits for the stores before it, so in the profile the misses showed up at
+/// the group's `lock xadd` and the root's tail exchange. Three levers paid, each measured
+/// alternating with the build before it (load 14-18, so best and median of 12-14 runs):
+/// - the root's list with the producer's fields (`tail`, `pushes`) and the consumers'
+///   (`head`, the pop lock, `pops`) on separate lines, and consumers reading `head`
+///   before `tail` (RootQueue): 53.3 -> 50.0 ns/item best, 59.3 -> 54.1 median;
+/// - a worker leaves a group once for a run of that group's items (`runGroupItem`): the
+///   group's line stays with the producer; 50.0 -> 43.5 best, 54.1 -> 47.1 median;
+/// - allocation prefetches the next cached node for writing (ContinuationCache): 49.6 ->
+///   44.4 best, 82.4 -> 61.2 median; the producer's CPU time 23.9 -> 18.7 ns median.
+/// Measured and left out: a test-and-test-and-set pop lock (best 38.7 -> 34.7, median
+/// 48.3 -> 61.4; total CPU no lower); a pause before a worker looks again after losing the
+/// pop lock (best 38.8 -> 43.4). Workers: one (GRANDCENTRAL_THREAD_LIMIT=1) is no faster
+/// than two on a quiet machine (47.5 vs 47.2 best of 8, load 5) and slower under load
+/// (70 vs 43, load 14); the run makes 300-1,500 context switches for 1.1M items, so
+/// neither a second worker nor a spinner takes the producer's CPU away often. What is
+/// left on the workers' side is the pop lock, taken by two workers in turn (its exchange
+/// and `popRootContended` are about a quarter of all samples): the batching that would
+/// remove it is the rejected design above. The yardstick is not reachable within the
+/// contract: libgomp runs a task at once on the creating thread while many are queued
+/// (task throttling; in 2 of 3 runs 0.96-1.05 million of the 1.1 million tasks ran on the
+/// creating thread), so OpenMP's 15-25 ns per task is about what GrandCentral's producer
+/// alone spends per `dispatch_group_async_f` (15-24 ns of CPU) before any worker runs the
+/// item, and `dispatch_async_f` cannot run its function on its caller's thread.
+/// bench/run.sh at load 5: group_async 20.4 -> 22.9 Mitems/s (libdispatch 10.2), against
+/// OpenMP 2.19 -> 2.40x its time (OpenMP's best moved 22.9 -> 18.5 ns between the runs).
 ///
 /// What a worker runs at: the nice value of the QoS class of the root its item came from
 /// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
@@ -369,7 +398,7 @@ final class ThreadPool: @unchecked Sendable {
     /// waiting, of the given flavour (nil: either), or nil if none has any.
     func waitingRoot(overcommit: Bool?) -> Int? {
         for (i, queue) in scanOrder.enumerated() {
-            let (empty, flavour) = queue._withUnsafeGuaranteedRef { ($0.items.isEmpty, $0.overcommit) }
+            let (empty, flavour) = queue._withUnsafeGuaranteedRef { ($0.isEmptyRoot, $0.overcommit) }
             if !empty && (overcommit == nil || overcommit == flavour) { return scanOrder.count - 1 - i }
         }
         return nil
@@ -424,7 +453,7 @@ final class ThreadPool: @unchecked Sendable {
 
     @inline(__always)
     func hasWork() -> Bool {
-        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+        for queue in scanOrder where !queue._withUnsafeGuaranteedRef({ $0.isEmptyRoot }) { return true }
         return false
     }
 
@@ -433,7 +462,7 @@ final class ThreadPool: @unchecked Sendable {
     func hasWork(fromScanIndex first: Int) -> Bool {
         var i = first
         while i < scanOrder.count {
-            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.items.isEmpty }) { return true }
+            if !scanOrder[i]._withUnsafeGuaranteedRef({ $0.isEmptyRoot }) { return true }
             i += 1
         }
         return false
@@ -501,6 +530,11 @@ final class Worker: @unchecked Sendable {
     var lookBehindFrom = 0
     /// The thread's nice value as this worker last set or read it. The worker's alone.
     var nice: Int32 = 0
+    /// Leaves of `deferredGroup` owed for items this worker ran (`runGroupItem`); the
+    /// group unretained (it holds itself while these are part of its count). The worker's
+    /// alone.
+    var deferredGroup: UnsafeMutableRawPointer?
+    var deferredLeaves: UInt64 = 0
     init(pool: ThreadPool) { self.pool = pool }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
@@ -557,11 +591,17 @@ final class Worker: @unchecked Sendable {
                     signalGeneration = gc_signal_update_worker_mask()
                 }
                 enterClass(ofRoot: rootIndex.load(ordering: .relaxed))
-                runContinuation(node)
+                if node.pointee.flags == ContinuationFlags.groupMember.rawValue {
+                    runGroupItem(node)
+                } else {
+                    if deferredLeaves != 0 { flushGroupLeaves() }
+                    runContinuation(node)
+                }
                 // Only this thread writes it; the monitor reads it.
                 itemsRun.store(itemsRun.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
                 continue
             }
+            if deferredLeaves != 0 { flushGroupLeaves() }
             busy.store(false, ordering: .relaxed)
             // Work there that `findWork` did not get (another worker held a root's pop
             // lock): look again at once, without joining the spinners (two read-modify-writes
@@ -583,6 +623,41 @@ final class Worker: @unchecked Sendable {
         }
         // A producer may have counted on us between our last look and our exit.
         if pool.hasWork() { pool.workAvailable(.retiringWorkerSawWork) }
+    }
+
+    /// A plain item of a group (`dispatch_group_async` onto a root: no barrier, no width
+    /// to give back, nothing else): runs it and leaves its group *later*, with the leaves
+    /// of the items of the same group this worker runs right after it, in one atomic step
+    /// (`flushGroupLeaves`), before the worker runs anything else or looks for work in vain.
+    /// Nothing can tell: a group's count reaches zero, which is all a waiter or a
+    /// notification sees, only when no member runs — and while this worker runs the next
+    /// item of the group, that item is a member. The leaves are applied before the
+    /// worker runs an item that is not this group's (which may wait for the group), before
+    /// it spins or parks, and so before it exits. The group holds itself while its count is
+    /// non-zero, and the deferred leaves are part of that count: `deferredGroup` stays
+    /// valid unretained. Why: in the fan-out row (1M `dispatch_group_async_f` from one
+    /// thread) the group's state word took a cache-line transfer per item between the
+    /// producer's enter and each worker's leave.
+    @inline(__always)
+    func runGroupItem(_ node: Continuation) {
+        let group = node.pointee.group
+        let function = node.pointee.function!
+        let context = node.pointee.context
+        ContinuationCache.recycle(node)
+        if group != deferredGroup {
+            if deferredLeaves != 0 { flushGroupLeaves() }
+            deferredGroup = group
+        }
+        function(context)
+        deferredLeaves &+= 1
+    }
+
+    /// Applies the leaves `runGroupItem` deferred.
+    @inline(never)
+    func flushGroupLeaves() {
+        let n = deferredLeaves
+        deferredLeaves = 0
+        Unmanaged<DispatchGroup>.fromOpaque(deferredGroup!)._withUnsafeGuaranteedRef { $0.leave(times: n) }
     }
 
     /// Before an item of root `root` (a `RootQueues.all` index) runs: the thread takes the

@@ -72,7 +72,7 @@ final class ThreadStartFailures: @unchecked Sendable {
         if reported.exchange(true, ordering: .relaxed) { return }
         var waiting = 0
         for root in RootQueues.all {
-            if root.overcommit { waiting += root.pendingCount } else if !root.items.isEmpty { waiting += 1 }
+            if root.overcommit { waiting += root.pendingCount } else if !root.isEmptyRoot { waiting += 1 }
         }
         let error = String(cString: strerror(lastError.load(ordering: .relaxed)))
         let line = "GrandCentral: cannot start a worker thread (pthread_create: \(error)); "
