@@ -49,7 +49,7 @@ extension EventLoop {
     /// it already fired or is firing right now (its callback owns the context), or was
     /// cancelled before. Any thread.
     func cancelTimer(_ token: TimerToken) -> Bool {
-        cancelTimer(token.node, completion: nil, context: nil)
+        cancelTimer(token.node, completion: nil)
     }
 
     // MARK: - Reusable timers (the interface timer sources use)
@@ -81,6 +81,7 @@ extension EventLoop {
         node.request.deadline = instant?.nanoseconds ?? 0
         node.request.latest = latest
         node.request.isArmed = true
+        node.request.armFired = false
         let wake = node.request.wantsHeap
         let push = enqueueLocked(node)
         node.requestLock.unlock()
@@ -115,10 +116,10 @@ extension EventLoop {
 
     /// Cancels `node`, finally. Returns true when this prevented a fire: `fire` will not be
     /// called again. Later arms are ignored. On the event thread, after the node has left
-    /// the heap and after every `fire` call it will ever get, `completion(context)` runs
-    /// (if given). Returns false and runs nothing when the node was already cancelled.
+    /// the heap and after every `fire` call it will ever get, `completion(node.context)`
+    /// runs (if given). Returns false and runs nothing when the node was already cancelled.
     @discardableResult
-    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?, context: UnsafeMutableRawPointer?) -> Bool {
+    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?) -> Bool {
         node.requestLock.lock()
         if node.request.isCancelled {
             node.requestLock.unlock()
@@ -126,10 +127,9 @@ extension EventLoop {
         }
         // An arm at FOREVER counts as prevented too: "this timer will never fire" is what
         // the caller learns, and it owns the context from here.
-        let prevented = node.request.isArmed && node.request.firedArm != node.request.arm
+        let prevented = node.request.isArmed && !node.request.armFired
         node.request.isCancelled = true
         node.request.completion = completion
-        node.request.completionContext = context
         let push = enqueueLocked(node)
         node.requestLock.unlock()
         if push { timerInbox.push(node) }
@@ -187,7 +187,6 @@ extension EventLoop {
         if request.isCancelled {
             // The completion is the event thread's to run, once.
             node.request.completion = nil
-            node.request.completionContext = nil
         }
         node.requestLock.unlock()
         if node.isRetired { return }
@@ -196,21 +195,20 @@ extension EventLoop {
         }
         if request.isCancelled {
             node.isRetired = true
-            request.completion?(request.completionContext)
+            request.completion?(node.context)
             return
         }
         if request.wantsHeap, !node.isInHeap, let clock = request.clock {
             node.clock = clock
-            node.deadline = request.deadline
-            node.latest = request.latest
             node.appliedArm = request.arm
             let k = clock.rawValue
             if timerDescriptors[k] < 0 {
                 createTimerDescriptor(clock)
-                heaps[k].insert(node)  // no reading of this clock yet
+                // No reading of this clock yet.
+                heaps[k].insert(node, deadline: request.deadline, latest: request.latest)
             } else {
                 // Read before the inboxes were emptied, and what `serviceTimers` pops at.
-                heaps[k].insert(node, now: passInstants[k])
+                heaps[k].insert(node, deadline: request.deadline, latest: request.latest, now: passInstants[k])
             }
         }
     }
@@ -244,7 +242,7 @@ extension EventLoop {
                     // request still wants it, since its deadline has passed).
                     node.requestLock.lock()
                     let commit = !node.request.isQueued
-                    if commit { node.request.firedArm = node.request.arm }
+                    if commit { node.request.armFired = true }
                     node.requestLock.unlock()
                     if commit {
                         fired = true
