@@ -207,7 +207,7 @@ extension EventLoop {
                 // No reading of this clock yet.
                 heaps[k].insert(node, deadline: request.deadline, latest: request.latest)
             } else {
-                // Read before the inboxes were emptied, and what `serviceTimers` pops at.
+                // Read before the inboxes were emptied, and what `fireDueTimers` pops at.
                 heaps[k].insert(node, deadline: request.deadline, latest: request.latest, now: passInstants[k])
             }
         }
@@ -220,11 +220,10 @@ extension EventLoop {
         }
     }
 
-    /// Fires every timer due at the pass's clock readings, then arms each clock's timerfd
-    /// at its wakeup A (see `TimerHeap`). Returns whether a timer fired. (A clock whose
-    /// first timer arrived in this pass has no reading yet: its timerfd is armed, and
-    /// expires at once if the timer is due.)
-    func serviceTimers() -> Bool {
+    /// Fires every timer due at the pass's clock readings. Returns whether a timer fired.
+    /// (A clock whose first timer arrived in this pass has no reading yet: `armTimerDescriptors`
+    /// arms its timerfd, which expires at once if the timer is due.)
+    func fireDueTimers() -> Bool {
         var fired = false
         for kind in DispatchClock.Kind.allCases {
             let k = kind.rawValue
@@ -252,6 +251,21 @@ extension EventLoop {
                     }
                 }
             }
+        }
+        return fired
+    }
+
+    /// Arms each clock's timerfd at its wakeup A (see `TimerHeap`) and publishes it
+    /// (`nextFire`). The loop calls this once its inboxes are empty, so a pass that fires a
+    /// repeating timer arms once, for the next fire (arming as each fire left the heap
+    /// disarmed the timerfd, then armed it again once the timer's next arm was applied: two
+    /// timerfd_settime calls per fire). An expiry the loop did not read
+    /// (`unreadExpirations`) is cleared by the new arm (timerfd_settime resets it); one
+    /// that no new arm clears is read here, so the descriptor is not left readable.
+    func armTimerDescriptors() {
+        for kind in DispatchClock.Kind.allCases {
+            let k = kind.rawValue
+            if timerDescriptors[k] < 0 { continue }
             // 0 disarms a timerfd: a due timer at instant 0 (NOW) is armed at 1, also past.
             let target = heaps[k].wakeupInstant().map { max($0, 1) } ?? 0
             if target != armedInstants[k] {
@@ -260,9 +274,11 @@ extension EventLoop {
                 armedInstants[k] = target
                 storeNextFire(kind, target == 0 ? UInt64.max : target)
                 if debug { logTimerArm(kind, target) }
+            } else if unreadExpirations & (1 << k) != 0 {
+                _ = gc_timerfd_drain(timerDescriptors[k])
             }
         }
-        return fired
+        unreadExpirations = 0
     }
 
     /// The debug line for a re-arm at `target` (0: disarmed). Event thread only; cold.
