@@ -139,16 +139,16 @@ final class EventLoopTests: XCTestCase {
         }
         XCTAssertTrue(heap.checkInvariants())
         XCTAssertEqual(heap.count, nodes.count - removed.count)
-        let minimumLatest = nodes.filter { !removed.contains(ObjectIdentifier($0)) }.map(\.latest).min()
+        let minimumLatest = nodes.filter { !removed.contains(ObjectIdentifier($0)) }.map(\.request.latest).min()
         XCTAssertEqual(heap.windowEnd(), minimumLatest)
         // Pop in halves: only due nodes come out, in deadline order.
         var popped: [TimerNode] = []
         while let node = heap.popDue(now: 500_000) { popped.append(node) }
-        XCTAssertTrue(popped.allSatisfy { $0.deadline <= 500_000 })
+        XCTAssertTrue(popped.allSatisfy { $0.request.deadline <= 500_000 })
         XCTAssertGreaterThan(heap.earliestDeadline ?? 0, 500_000)
         while let node = heap.popDue(now: UInt64.max) { popped.append(node) }
         XCTAssertEqual(popped.count, nodes.count - removed.count)
-        XCTAssertTrue(zip(popped, popped.dropFirst()).allSatisfy { $0.deadline <= $1.deadline })
+        XCTAssertTrue(zip(popped, popped.dropFirst()).allSatisfy { $0.request.deadline <= $1.request.deadline })
         XCTAssertTrue(heap.isEmpty)
         XCTAssertNil(heap.windowEnd())
     }
@@ -166,7 +166,7 @@ final class EventLoopTests: XCTestCase {
 
     func testLeewayIsCappedBelowTheUnarmedMarker() {
         let node = TimerNode(clock: .uptime, deadline: 10, leeway: UInt64.max, fire: recordFire, context: nil)
-        XCTAssertEqual(node.latest, DispatchClock.limit)
+        XCTAssertEqual(node.request.latest, DispatchClock.limit)
     }
 
     // MARK: - Timers on the event thread

@@ -105,8 +105,8 @@ final class TimerPolicyTests: XCTestCase {
         heap.insert(node(100 * ms, 5 * ms))
         heap.insert(node(103 * ms, 5 * ms))
         XCTAssertEqual(heap.wakeupInstant(), 103 * ms)
-        XCTAssertEqual(heap.popDue(now: 103 * ms)?.deadline, 100 * ms)
-        XCTAssertEqual(heap.popDue(now: 103 * ms)?.deadline, 103 * ms)
+        XCTAssertEqual(heap.popDue(now: 103 * ms)?.request.deadline, 100 * ms)
+        XCTAssertEqual(heap.popDue(now: 103 * ms)?.request.deadline, 103 * ms)
         XCTAssertNil(heap.popDue(now: 103 * ms))
         XCTAssertEqual(heap.wakeupInstant(), 108 * ms)
     }
@@ -183,9 +183,9 @@ final class TimerPolicyTests: XCTestCase {
                     }
                     var previous: UInt64 = 0
                     while let due = heap.popDue(now: now) {
-                        XCTAssertLessThanOrEqual(due.deadline, now)
-                        XCTAssertGreaterThanOrEqual(due.deadline, previous, "deadline order")
-                        previous = due.deadline
+                        XCTAssertLessThanOrEqual(due.request.deadline, now)
+                        XCTAssertGreaterThanOrEqual(due.request.deadline, previous, "deadline order")
+                        previous = due.request.deadline
                         present.removeAll { $0 === due }
                     }
                 }
@@ -217,7 +217,7 @@ final class TimerPolicyTests: XCTestCase {
         XCTAssertEqual(heap.count, 7)
         XCTAssertTrue(heap.checkInvariants())
         var order: [UInt64] = []
-        while let due = heap.popDue(now: 60 * ms) { order.append(due.deadline / ms) }
+        while let due = heap.popDue(now: 60 * ms) { order.append(due.request.deadline / ms) }
         XCTAssertEqual(order, [10, 20, 30, 30, 40, 50], "merged in deadline order; equal deadlines first armed first")
         XCTAssertEqual(heap.wakeupInstant(), 90 * ms)
         XCTAssertEqual(heap.count, 1)
@@ -236,8 +236,8 @@ final class TimerPolicyTests: XCTestCase {
             wakeups += 1
             var here = 0
             while let due = heap.popDue(now: wake) {
-                XCTAssertLessThanOrEqual(due.deadline, wake)
-                XCTAssertLessThanOrEqual(wake, due.latest, "fired after its window closed")
+                XCTAssertLessThanOrEqual(due.request.deadline, wake)
+                XCTAssertLessThanOrEqual(wake, due.request.latest, "fired after its window closed")
                 here += 1
             }
             XCTAssertTrue(here >= TimerHeap.walkLimit || heap.isEmpty, "a chunk of \(here)")
@@ -396,14 +396,14 @@ final class TimerPolicyTests: XCTestCase {
         // A 10 s timer: a completion that waited for it is 5 s late, beyond any load.
         loop.armTimer(timer, deadline: gc_uptime_ns() + 10_000 * ms, leeway: 0)
         let before = gc_uptime_ns()
-        XCTAssertTrue(loop.cancelTimer(timer, completion: probeCompletion, context: probe.context),
+        XCTAssertTrue(loop.cancelTimer(timer, completion: probeCompletion),
                       "cancel before the deadline prevents the fire")
         XCTAssertTrue(eventually { probe.completedAt != nil })
         XCTAssertLessThan(probe.completedAt! - before, 5_000 * ms, "the completion does not wait for the timer")
         XCTAssertFalse(timer.isInHeap, "out of the heap")
         // Cancel then re-arm: ignored.
         XCTAssertEqual(loop.armTimer(timer, deadline: DispatchClock.now, leeway: 0), 0)
-        XCTAssertFalse(loop.cancelTimer(timer, completion: probeCompletion, context: probe.context), "cancelled once")
+        XCTAssertFalse(loop.cancelTimer(timer, completion: probeCompletion), "cancelled once")
         // Positive control: a fresh timer armed for now on the same loop fires; the watch for
         // the cancelled one lasts three times what that took, 50 ms at least.
         let control = TimerProbe()
@@ -425,7 +425,7 @@ final class TimerPolicyTests: XCTestCase {
         probe.onFire = { probe, _ in loop.armTimer(probe.node!, deadline: gc_uptime_ns() + 1 * ms, leeway: 0) }
         loop.armTimer(timer, deadline: start, leeway: 0)
         XCTAssertTrue(eventually { probe.fireCount >= 10 })
-        loop.cancelTimer(timer, completion: probeCompletion, context: probe.context)
+        loop.cancelTimer(timer, completion: probeCompletion)
         XCTAssertTrue(eventually { probe.completedAt != nil })
         sleep(milliseconds: 30)
         XCTAssertEqual(probe.firesSeenByCompletion, probe.fireCount, "no fire after the completion")
@@ -450,7 +450,7 @@ final class TimerPolicyTests: XCTestCase {
             }
             usleep(UInt32.random(in: 0...1_500))
         }
-        loop.cancelTimer(timer, completion: probeCompletion, context: probe.context)
+        loop.cancelTimer(timer, completion: probeCompletion)
         XCTAssertTrue(eventually { probe.completedAt != nil })
         let fires = probe.fireLog
         XCTAssertGreaterThan(fires.count, 10)

@@ -69,7 +69,7 @@ import Synchronization
 ///    side sees the other's write.
 ///
 /// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): one per timerfd re-arm or disarm in
-/// `serviceTimers`, none per timer; `debug` is read once, at init.
+/// `armTimerDescriptors`, none per timer; `debug` is read once, at init.
 ///
 /// Handlers never run here. The callbacks this thread calls are the engine's (a queue's
 /// "timer fired" or "descriptor ready" function), and they only push work onto a queue.
@@ -171,6 +171,11 @@ final class EventLoop: @unchecked Sendable {
     let reservedSignalDescriptor: Int32
     /// The instant each timerfd is armed for, 0 when disarmed.
     var armedInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
+    /// Bit k: clock k's timerfd expired in this pass and was not read. The uptime and boot
+    /// timerfds are not read when they expire (a read(2) on the way to the fire): the pass
+    /// re-arms them, which resets the expiry, and `armTimerDescriptors` reads one that it
+    /// does not re-arm. The wall timerfd is read at once, for its ECANCELED.
+    var unreadExpirations: UInt8 = 0
     /// Each clock as read at the start of the current pass (0 before its first timer).
     var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
@@ -284,9 +289,13 @@ final class EventLoop: @unchecked Sendable {
             var firedTimers = false
             while true {
                 deliverSyntheticReadiness()
-                if serviceTimers() { firedTimers = true }
-                if timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty && signalInbox.isEmpty {
-                    break
+                if fireDueTimers() { firedTimers = true }
+                // The timerfds are armed once the fires' own requests (a repeating timer's
+                // next arm) are applied, and the inboxes are checked again after that
+                // publishes `nextFire` (see the type's comment).
+                if inboxesAreEmpty {
+                    armTimerDescriptors()
+                    if inboxesAreEmpty { break }
                 }
                 readClocks()
                 drainInboxes()
@@ -307,12 +316,20 @@ final class EventLoop: @unchecked Sendable {
         }
         if descriptor == files.descriptor { return deliverFileEvents() }
         for kind in DispatchClock.Kind.allCases where timerDescriptors[kind.rawValue] == descriptor {
+            if kind != .wall {
+                unreadExpirations |= 1 << kind.rawValue
+                continue
+            }
             if gc_timerfd_drain(descriptor) == -ECANCELED {
                 // The wall clock was set; the kernel disarmed the timer. Re-arm it.
                 armedInstants[kind.rawValue] = 0
                 if debug { DebugLog.timer("wall clock was set: the kernel disarmed its timerfd, re-arming") }
             }
         }
+    }
+
+    private var inboxesAreEmpty: Bool {
+        timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty && signalInbox.isEmpty
     }
 
     private func drainInboxes() {

@@ -49,7 +49,7 @@ extension EventLoop {
     /// it already fired or is firing right now (its callback owns the context), or was
     /// cancelled before. Any thread.
     func cancelTimer(_ token: TimerToken) -> Bool {
-        cancelTimer(token.node, completion: nil, context: nil)
+        cancelTimer(token.node, completion: nil)
     }
 
     // MARK: - Reusable timers (the interface timer sources use)
@@ -81,6 +81,7 @@ extension EventLoop {
         node.request.deadline = instant?.nanoseconds ?? 0
         node.request.latest = latest
         node.request.isArmed = true
+        node.request.armFired = false
         let wake = node.request.wantsHeap
         let push = enqueueLocked(node)
         node.requestLock.unlock()
@@ -115,10 +116,10 @@ extension EventLoop {
 
     /// Cancels `node`, finally. Returns true when this prevented a fire: `fire` will not be
     /// called again. Later arms are ignored. On the event thread, after the node has left
-    /// the heap and after every `fire` call it will ever get, `completion(context)` runs
-    /// (if given). Returns false and runs nothing when the node was already cancelled.
+    /// the heap and after every `fire` call it will ever get, `completion(node.context)`
+    /// runs (if given). Returns false and runs nothing when the node was already cancelled.
     @discardableResult
-    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?, context: UnsafeMutableRawPointer?) -> Bool {
+    func cancelTimer(_ node: TimerNode, completion: DispatchFunction?) -> Bool {
         node.requestLock.lock()
         if node.request.isCancelled {
             node.requestLock.unlock()
@@ -126,10 +127,9 @@ extension EventLoop {
         }
         // An arm at FOREVER counts as prevented too: "this timer will never fire" is what
         // the caller learns, and it owns the context from here.
-        let prevented = node.request.isArmed && node.request.firedArm != node.request.arm
+        let prevented = node.request.isArmed && !node.request.armFired
         node.request.isCancelled = true
         node.request.completion = completion
-        node.request.completionContext = context
         let push = enqueueLocked(node)
         node.requestLock.unlock()
         if push { timerInbox.push(node) }
@@ -187,7 +187,6 @@ extension EventLoop {
         if request.isCancelled {
             // The completion is the event thread's to run, once.
             node.request.completion = nil
-            node.request.completionContext = nil
         }
         node.requestLock.unlock()
         if node.isRetired { return }
@@ -196,21 +195,20 @@ extension EventLoop {
         }
         if request.isCancelled {
             node.isRetired = true
-            request.completion?(request.completionContext)
+            request.completion?(node.context)
             return
         }
         if request.wantsHeap, !node.isInHeap, let clock = request.clock {
             node.clock = clock
-            node.deadline = request.deadline
-            node.latest = request.latest
             node.appliedArm = request.arm
             let k = clock.rawValue
             if timerDescriptors[k] < 0 {
                 createTimerDescriptor(clock)
-                heaps[k].insert(node)  // no reading of this clock yet
+                // No reading of this clock yet.
+                heaps[k].insert(node, deadline: request.deadline, latest: request.latest)
             } else {
-                // Read before the inboxes were emptied, and what `serviceTimers` pops at.
-                heaps[k].insert(node, now: passInstants[k])
+                // Read before the inboxes were emptied, and what `fireDueTimers` pops at.
+                heaps[k].insert(node, deadline: request.deadline, latest: request.latest, now: passInstants[k])
             }
         }
     }
@@ -222,11 +220,10 @@ extension EventLoop {
         }
     }
 
-    /// Fires every timer due at the pass's clock readings, then arms each clock's timerfd
-    /// at its wakeup A (see `TimerHeap`). Returns whether a timer fired. (A clock whose
-    /// first timer arrived in this pass has no reading yet: its timerfd is armed, and
-    /// expires at once if the timer is due.)
-    func serviceTimers() -> Bool {
+    /// Fires every timer due at the pass's clock readings. Returns whether a timer fired.
+    /// (A clock whose first timer arrived in this pass has no reading yet: `armTimerDescriptors`
+    /// arms its timerfd, which expires at once if the timer is due.)
+    func fireDueTimers() -> Bool {
         var fired = false
         for kind in DispatchClock.Kind.allCases {
             let k = kind.rawValue
@@ -244,7 +241,7 @@ extension EventLoop {
                     // request still wants it, since its deadline has passed).
                     node.requestLock.lock()
                     let commit = !node.request.isQueued
-                    if commit { node.request.firedArm = node.request.arm }
+                    if commit { node.request.armFired = true }
                     node.requestLock.unlock()
                     if commit {
                         fired = true
@@ -254,6 +251,21 @@ extension EventLoop {
                     }
                 }
             }
+        }
+        return fired
+    }
+
+    /// Arms each clock's timerfd at its wakeup A (see `TimerHeap`) and publishes it
+    /// (`nextFire`). The loop calls this once its inboxes are empty, so a pass that fires a
+    /// repeating timer arms once, for the next fire (arming as each fire left the heap
+    /// disarmed the timerfd, then armed it again once the timer's next arm was applied: two
+    /// timerfd_settime calls per fire). An expiry the loop did not read
+    /// (`unreadExpirations`) is cleared by the new arm (timerfd_settime resets it); one
+    /// that no new arm clears is read here, so the descriptor is not left readable.
+    func armTimerDescriptors() {
+        for kind in DispatchClock.Kind.allCases {
+            let k = kind.rawValue
+            if timerDescriptors[k] < 0 { continue }
             // 0 disarms a timerfd: a due timer at instant 0 (NOW) is armed at 1, also past.
             let target = heaps[k].wakeupInstant().map { max($0, 1) } ?? 0
             if target != armedInstants[k] {
@@ -262,9 +274,11 @@ extension EventLoop {
                 armedInstants[k] = target
                 storeNextFire(kind, target == 0 ? UInt64.max : target)
                 if debug { logTimerArm(kind, target) }
+            } else if unreadExpirations & (1 << k) != 0 {
+                _ = gc_timerfd_drain(timerDescriptors[k])
             }
         }
-        return fired
+        unreadExpirations = 0
     }
 
     /// The debug line for a re-arm at `target` (0: disarmed). Event thread only; cold.

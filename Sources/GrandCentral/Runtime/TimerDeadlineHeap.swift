@@ -1,11 +1,13 @@
 // The deadline-ordered storage under `TimerHeap` (TimerHeap.swift has the wakeup policy).
 // Event thread only, like the heap that owns it.
 
-/// A heap entry: the node's deadline, window end and tie-breaker copied next to it, so
-/// that sifting and the wakeup walk read one contiguous array without loading the nodes
-/// (with 100,000 timers, chasing node pointers was most of the event thread's time). A
-/// node's deadline and latest do not change while it is in the heap: the event thread
-/// takes a node out before it changes them.
+/// A heap entry: the arm's deadline, window end and tie-breaker next to the node, so that
+/// sifting and the wakeup walk read one contiguous array without loading the nodes (with
+/// 100,000 timers, chasing node pointers was most of the event thread's time). The entry
+/// is the only copy of the arm the heap holds the node at: the node keeps none (a timer
+/// source is one node, and two words less per node made it a smaller malloc chunk; see
+/// TimerNode on layout). A node's arm does not change while it is in the heap: the event
+/// thread takes a node out before it inserts it again with another.
 struct TimerHeapEntry {
     var deadline: UInt64
     var latest: UInt64
@@ -15,9 +17,9 @@ struct TimerHeapEntry {
 
     /// `sequence`: insertion order, breaking ties between equal deadlines (first armed,
     /// first fired); kept here only, not in the node (a word less per timer source).
-    init(_ node: TimerNode, sequence: UInt64) {
-        deadline = node.deadline
-        latest = node.latest
+    init(_ node: TimerNode, deadline: UInt64, latest: UInt64, sequence: UInt64) {
+        self.deadline = deadline
+        self.latest = latest
         self.sequence = sequence
         self.node = Unmanaged.passUnretained(node)
     }
@@ -45,25 +47,29 @@ struct TimerDeadlineHeap {
     @inline(__always)
     static func firstChild(of slot: Int) -> Int { 4 &* slot &+ 1 }
 
-    mutating func insert(_ node: TimerNode, sequence: UInt64) {
-        entries.append(TimerHeapEntry(node, sequence: sequence))
+    mutating func insert(_ entry: TimerHeapEntry) {
+        entries.append(entry)
         siftUp(entries.count - 1)
     }
 
-    mutating func remove(_ node: TimerNode) {
+    /// Removes `node`; returns its entry (the arm it was in the heap with).
+    @discardableResult
+    mutating func remove(_ node: TimerNode) -> TimerHeapEntry {
         let slot = node.deadlineSlot
         precondition(slot >= 0 && slot < entries.count
                      && entries[slot].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque(),
                      "timer not in this heap")
+        let removed = entries[slot]
         let last = entries.removeLast()
         node.deadlineSlot = TimerNode.notInHeap
-        guard slot < entries.count else { return }  // it was the last one
+        guard slot < entries.count else { return removed }  // it was the last one
         entries[slot] = last
         if slot > 0 && last.precedes(entries[(slot &- 1) / 4]) {
             siftUp(slot)
         } else {
             siftDown(slot)
         }
+        return removed
     }
 
     @inline(__always)
@@ -108,13 +114,10 @@ struct TimerDeadlineHeap {
         place(entry, at: parent)
     }
 
-    /// Debug check: every parent precedes its children, every slot and key is right.
+    /// Debug check: every parent precedes its children, every slot is right.
     func checkInvariants() -> Bool {
         for i in entries.indices {
-            let node = entries[i].node.takeUnretainedValue()
-            if node.deadlineSlot != i || node.deadline != entries[i].deadline || node.latest != entries[i].latest {
-                return false
-            }
+            if entries[i].node.takeUnretainedValue().deadlineSlot != i { return false }
             if i > 0 && entries[i].precedes(entries[(i - 1) / 4]) { return false }
         }
         return true

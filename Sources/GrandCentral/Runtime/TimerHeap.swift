@@ -143,26 +143,27 @@ struct TimerHeap {
         return wakeup
     }
 
-    /// Inserts `node` with its `deadline` and `latest` (the event thread sets them first).
-    /// `now`, the clock as the caller will next pass it to `popDue`, lets a timer that is
-    /// already due skip the heap.
-    mutating func insert(_ node: TimerNode, now: UInt64? = nil) {
+    /// Inserts `node` at the arm `deadline`, `latest` (the window end: deadline + leeway,
+    /// see `TimerNode.latest`). `now`, the clock as the caller will next pass it to
+    /// `popDue`, lets a timer that is already due skip the heap.
+    mutating func insert(_ node: TimerNode, deadline: UInt64, latest: UInt64, now: UInt64? = nil) {
         precondition(node.deadlineSlot == TimerNode.notInHeap, "timer inserted twice")
         let sequence = nextSequence
         nextSequence &+= 1
         // The heap's strong reference, released when the node leaves (remove, popDue).
         _ = Unmanaged.passRetained(node)
-        if let now, node.deadline <= now {
-            dueBatch.append(TimerHeapEntry(node, sequence: sequence))
+        let entry = TimerHeapEntry(node, deadline: deadline, latest: latest, sequence: sequence)
+        if let now, deadline <= now {
+            dueBatch.append(entry)
             dueBatchIsSorted = false
             node.deadlineSlot = TimerNode.inDueBatch
             return
         }
         let wasEmpty = entries.count == 0
-        entries.insert(node, sequence: sequence)
+        entries.insert(entry)
         if wasEmpty {
-            cachedWakeup = node.deadline  // a lone timer: A is its deadline
-            cachedBound = node.latest
+            cachedWakeup = deadline  // a lone timer: A is its deadline
+            cachedBound = latest
             wakeupIsCurrent = true
             wakeupIsApproximate = false
             return
@@ -171,18 +172,18 @@ struct TimerHeap {
             wakeupIsCurrent = false
             return
         }
-        if node.deadline > cachedBound {
+        if deadline > cachedBound {
             return  // after the group: neither L nor A moves
         }
-        if node.latest >= cachedBound {
+        if latest >= cachedBound {
             // L stays; the node joins the group.
-            if node.deadline > cachedWakeup { cachedWakeup = node.deadline }
-        } else if cachedWakeup <= node.latest {
-            // L drops to node.latest but not below A: the timer at A stays in the group,
+            if deadline > cachedWakeup { cachedWakeup = deadline }
+        } else if cachedWakeup <= latest {
+            // L drops to latest but not below A: the timer at A stays in the group,
             // which loses only deadlines above the new L (none are above A), and gains
             // the node (its deadline is at most its latest).
-            cachedBound = node.latest
-            if node.deadline > cachedWakeup { cachedWakeup = node.deadline }
+            cachedBound = latest
+            if deadline > cachedWakeup { cachedWakeup = deadline }
         } else {
             wakeupIsCurrent = false
         }
@@ -202,8 +203,7 @@ struct TimerHeap {
             return true
         }
         guard node.deadlineSlot >= 0 else { return false }
-        entries.remove(node)
-        noteRemoval(of: node)
+        noteRemoval(of: entries.remove(node))
         Unmanaged.passUnretained(node).release()  // the caller still holds one
         return true
     }
@@ -230,8 +230,7 @@ struct TimerHeap {
             return nil
         }
         let top = entries[0].node.takeUnretainedValue()
-        entries.remove(top)
-        noteRemoval(of: top)
+        noteRemoval(of: entries.remove(top))
         Unmanaged.passUnretained(top).release()  // `top` is the caller's reference now
         return top
     }
@@ -243,7 +242,7 @@ struct TimerHeap {
             let node = entry.node.takeUnretainedValue()
             node.deadlineSlot = TimerNode.notInHeap
             entry.node.release()
-            insert(node)
+            insert(node, deadline: entry.deadline, latest: entry.latest)
         }
         dueBatchIsSorted = true
     }
@@ -251,14 +250,14 @@ struct TimerHeap {
     /// Keeps the cached A and L after a removal: unchanged when the node was not in the
     /// group, or was in it but neither at A nor at L (a deadline below A, a window end
     /// after L; a timer outside the group has its window end after L).
-    private mutating func noteRemoval(of node: TimerNode) {
+    private mutating func noteRemoval(of removed: TimerHeapEntry) {
         guard entries.count > 0 else { return }  // empty: nil whatever the cache says
         guard wakeupIsCurrent && !wakeupIsApproximate else {
             wakeupIsCurrent = false
             return
         }
-        if node.deadline > cachedBound { return }
-        if node.latest > cachedBound && node.deadline < cachedWakeup { return }
+        if removed.deadline > cachedBound { return }
+        if removed.latest > cachedBound && removed.deadline < cachedWakeup { return }
         wakeupIsCurrent = false
     }
 
@@ -300,6 +299,12 @@ struct TimerHeap {
 }
 
 extension TimerHeap {
+    /// For tests: inserts a node made with `TimerNode(clock:deadline:leeway:fire:context:)`
+    /// at the arm in its request (read without the node's lock: tests own their nodes).
+    mutating func insert(_ node: TimerNode, now: UInt64? = nil) {
+        insert(node, deadline: node.request.deadline, latest: node.request.latest, now: now)
+    }
+
     /// Debug check of the heap (for tests).
     func checkInvariants() -> Bool {
         entries.checkInvariants() && dueBatch.allSatisfy { $0.node.takeUnretainedValue().deadlineSlot == TimerNode.inDueBatch }

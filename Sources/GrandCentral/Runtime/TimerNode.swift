@@ -23,7 +23,7 @@ import Synchronization
 ///
 /// Firing. When the node's deadline has passed, the event thread takes it out of the heap
 /// and, under the lock, fires it only if no request is waiting (`isQueued` is false: the
-/// heap entry is the owner's latest word). It records the fire (`firedArm`), releases
+/// heap entry is the owner's latest word). It records the fire (`armFired`), releases
 /// the lock, and calls `fire(context)` on the event thread. A fired arm is spent: the node
 /// stays out of the heap until it is armed again. A fire that lost to a waiting request is
 /// not lost if the request still wants it: applying the request puts the node back, and
@@ -31,7 +31,7 @@ import Synchronization
 ///
 /// Cancelling is final. It is decided at once under the lock (`cancel` returns whether it
 /// prevented a fire: true means `fire` is never called again) and completed on the event
-/// thread: the node leaves the heap, then `completion(completionContext)` runs there. Every
+/// thread: the node leaves the heap, then `completion(context)` runs there. Every
 /// `fire` call happens on the event thread before the completion, so an owner that runs
 /// its cancel handler from the completion runs it after the last fire was delivered.
 ///
@@ -48,10 +48,10 @@ import Synchronization
 ///   the compare-exchange that publishes the node, read by the event thread after the
 ///   exchange that takes the list; those two atomics order the plain accesses. A node is
 ///   in the inbox at most once (`request.isQueued`).
-/// - `clock`, `deadline`, `latest`, `appliedArm`, `deadlineSlot`, `isRetired`: the event
-///   thread only. The heap orders nodes by these (the tie-breaking insertion order lives
-///   in the heap entry, not here); a `fire` callback (which runs on the event thread) may
-///   read `appliedArm` to know which arm is firing.
+/// - `clock`, `appliedArm`, `deadlineSlot`, `isRetired`: the event thread only: the arm the
+///   node is in the heap with (its deadline, window end and tie-breaking insertion order
+///   live in the heap entry, `TimerHeapEntry`, not here); a `fire` callback (which runs on
+///   the event thread) may read `appliedArm` to know which arm is firing.
 /// Not final: a timer source's monitor is a subclass (`SourceTimer`), so a timer source
 /// costs one object for its node and its schedule.
 class TimerNode: @unchecked Sendable {
@@ -65,25 +65,22 @@ class TimerNode: @unchecked Sendable {
 
     var inboxLink: UnsafeMutableRawPointer?
 
-    /// The instant the timer may fire, in nanoseconds on `clock`.
-    var deadline: UInt64 = 0
-    /// `deadline + leeway`, saturating at `DispatchClock.limit`: the instant it should
-    /// have fired by.
-    var latest: UInt64 = 0
-    /// The number (`TimerRequest.arm`) of the arm that `clock`, `deadline` and `latest`
-    /// describe.
+    /// The number (`TimerRequest.arm`) of the arm the node is in the heap with (its clock
+    /// is `clock`, its deadline and window end are in its heap entry).
     var appliedArm: UInt64 = 0
 
+    // The request ends in 6 bytes (the clock and five flags) and the two bytes below fill
+    // its word, so `slot32` starts the next one and the last bytes leave a timer source's
+    // own lock room before its schedule's first word: 131 bytes, a 144-byte malloc chunk
+    // (the fields in another order: 139, a 160-byte chunk).
     var request = TimerRequest()
     let requestLock = TimerRequestLock()
-
     /// The clock of the arm in the heap.
     var clock: DispatchClock.Kind = .uptime
+    /// `deadlineSlot`'s storage: 32 bits (a heap of 2^31 timers would be 64 GiB of entries).
+    private var slot32: Int32 = -1
     /// Set once the event thread has completed a cancel: the node is done.
     var isRetired = false
-    /// `deadlineSlot`'s storage: 32 bits, so that it shares the last word with the bytes
-    /// above (a heap of 2^31 timers would be 64 GiB of entries).
-    private var slot32: Int32 = -1
     /// A one-shot node of `EventLoop.scheduleOneShot` (dispatch_after): once it has fired,
     /// the event thread gives it to the loop's `TimerNodePool` for the next one.
     let returnsToPool: Bool
@@ -104,14 +101,15 @@ class TimerNode: @unchecked Sendable {
         self.returnsToPool = returnsToPool
     }
 
-    /// A node with its heap fields set, for tests of `TimerHeap` (which never looks at
-    /// `request`).
+    /// A node for tests of `TimerHeap`, with the arm in its request (which the heap itself
+    /// never reads; the tests' `TimerHeap.insert(_:now:)` passes it on).
     convenience init(clock: DispatchClock.Kind, deadline: UInt64, leeway: UInt64,
                      fire: DispatchFunction, context: UnsafeMutableRawPointer?) {
         self.init(fire: fire, context: context)
         self.clock = clock
-        self.deadline = deadline
-        self.latest = TimerNode.latest(deadline: deadline, leeway: leeway)
+        request.clock = clock
+        request.deadline = deadline
+        request.latest = TimerNode.latest(deadline: deadline, leeway: leeway)
     }
 
     /// `deadline + leeway`, capped at `DispatchClock.limit` (below UInt64.max, which the
@@ -128,15 +126,20 @@ struct TimerRequest {
     // Words first, then bytes (see TimerNode on layout).
     /// The number of the latest arm; 0 before the first. Each `EventLoop.armTimer` adds 1.
     var arm: UInt64 = 0
+    /// The instant the arm may fire, in nanoseconds on `clock`.
     var deadline: UInt64 = 0
+    /// `deadline + leeway`, saturating at `DispatchClock.limit`: the instant it should
+    /// have fired by.
     var latest: UInt64 = 0
+    /// The cancel's completion, called with the node's `context` (one word: every owner's
+    /// completion wants the context its `fire` gets).
     var completion: DispatchFunction? = nil
-    var completionContext: UnsafeMutableRawPointer? = nil
-    /// Written by the event thread when it commits to firing arm `firedArm`. The current
-    /// arm has fired when `firedArm == arm`.
-    var firedArm: UInt64 = 0
     /// The arm's clock, or nil when it never fires (FOREVER).
     var clock: DispatchClock.Kind? = nil
+    /// Set by the event thread when it commits to firing the current arm (a request
+    /// waiting means it does not: see "Firing"), cleared by each new arm. (A flag, not the
+    /// number of the fired arm: with no request waiting, the arm in the heap is `arm`.)
+    var armFired = false
     /// False before the first arm and after `disarmTimer`.
     var isArmed = false
     /// Suspended: out of the heap, keeping its arm.
@@ -149,7 +152,7 @@ struct TimerRequest {
     /// Whether the node belongs in the heap: armed for an instant, not suspended, not
     /// cancelled, and that arm not fired yet.
     var wantsHeap: Bool {
-        isArmed && clock != nil && !isSuspended && !isCancelled && firedArm != arm
+        isArmed && clock != nil && !isSuspended && !isCancelled && !armFired
     }
 }
 

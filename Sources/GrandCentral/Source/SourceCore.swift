@@ -81,17 +81,32 @@ enum StoredHandler {
 /// Who may touch what:
 /// - `type`, `handle`, `mask`, `monitor`: immutable after init.
 /// - `state`, `pendingData`, `deliveredData`, `targetBits`: atomics, any thread.
-/// - the three handlers, `retiredTargets`: under `handlerLock`.
+/// - the three handlers (`handlerWords`, `handlerCases`), `retiredTargets`: under `handlerLock`.
 /// - `context` (DispatchObject's): plain, like a queue's; the client orders setting it
 ///   with using it.
 /// - `lifecycleLock` serializes activation, cancellation and suspension transitions of the
 ///   monitor (start, stop, suspend, resume), so a monitor never sees `stop` before `start`.
 final class SourceCore: DispatchObject, @unchecked Sendable {
     // Bytes first (they share a word after DispatchObject's own), then words: Swift lays
-    // stored properties out in declaration order, and every source is one of these.
+    // stored properties out in declaration order, and every source is one of these. The
+    // bytes fill the word after DispatchObject's two bytes exactly (the case byte, the
+    // 4-byte `type`, the locks, the flag, the 4-byte thread id): a core is 168 bytes, a
+    // 176-byte malloc chunk (185 bytes, a 208-byte chunk, with the handlers as three
+    // 9-byte `StoredHandler` enums padded to 16 and these bytes between them).
+    /// The case of each handler word, two bits per `SourceHandlerKind` (see
+    /// `handlerWords`). Under `handlerLock`.
+    private var handlerCases: UInt8 = 0
     let type: SourceType
     let handlerLock = SpinLock()
     let lifecycleLock = SpinLock()
+    /// Set by dispatch_source_set_mandatory_cancel_handler(_f): releasing the source before
+    /// it is cancelled is a client bug. Written by the client before activation.
+    let hasMandatoryCancel = Atomic<Bool>(false)
+    /// The kernel thread id of the thread running one of this source's handlers, or 0:
+    /// lets dispatch_source_cancel_and_wait recognise a call from inside a handler (which
+    /// would wait for itself). Stored and cleared only by the drain (relaxed: the only
+    /// reader that acts on it is the very thread that stored its own id).
+    let handlerThread = Atomic<Int32>(0)
 
     let handle: UInt
     let mask: UInt
@@ -111,21 +126,11 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     /// Replaced targets, kept until deinit (a wakeup may be pushing onto one right now).
     private var retiredTargets: [DispatchQueue] = []
 
-    // A `StoredHandler` is a word and a tag byte; the two small fields below fill the
-    // padding after the first one (with them declared before the handlers, a timer source
-    // was 185 bytes, a 208-byte malloc chunk; now 177, a 192-byte chunk).
-    /// The event, cancel and registration handlers, by `SourceHandlerKind`.
-    private var eventHandler = StoredHandler.none
-    /// Set by dispatch_source_set_mandatory_cancel_handler(_f): releasing the source before
-    /// it is cancelled is a client bug. Written by the client before activation.
-    let hasMandatoryCancel = Atomic<Bool>(false)
-    /// The kernel thread id of the thread running one of this source's handlers, or 0:
-    /// lets dispatch_source_cancel_and_wait recognise a call from inside a handler (which
-    /// would wait for itself). Stored and cleared only by the drain (relaxed: the only
-    /// reader that acts on it is the very thread that stored its own id).
-    let handlerThread = Atomic<Int32>(0)
-    private var cancelHandler = StoredHandler.none
-    private var registrationHandler = StoredHandler.none
+    /// The event, cancel and registration handlers (`StoredHandler`s, by
+    /// `SourceHandlerKind`), packed: a word each here, the case in `handlerCases`. A word
+    /// is 0 (`.none`), a function's address (`.sourceContext`), or a `SourceHandler` with
+    /// one retain that the word owns (`.object`). Under `handlerLock`.
+    private var handlerWords: (UInt, UInt, UInt) = (0, 0, 0)
 
     /// Event handler calls a drain makes before it yields its thread back to the target
     /// (`DrainBudget`).
@@ -151,6 +156,7 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
         runFinalizer()  // on the target, which must still be alive
         let bits = targetBits.load(ordering: .acquiring)
         Unmanaged<DispatchQueue>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        dropHandlers()  // the words' retains (the packed handlers are not released by ARC)
     }
 
     // MARK: DispatchObject
@@ -199,36 +205,62 @@ final class SourceCore: DispatchObject, @unchecked Sendable {
     func setHandler(_ kind: SourceHandlerKind, _ handler: SourceHandler?) {
         let stored = StoredHandler(handler)
         // The old handler is released outside the lock (its dispose may do anything).
-        let old: StoredHandler = handlerLock.withLock {
-            switch kind {
-            case .event: defer { eventHandler = stored }; return eventHandler
-            case .cancel: defer { cancelHandler = stored }; return cancelHandler
-            case .registration: defer { registrationHandler = stored }; return registrationHandler
-            }
-        }
+        let old: StoredHandler = handlerLock.withLock { exchangeHandlerLocked(kind, stored) }
         _ = old
     }
 
     func handler(_ kind: SourceHandlerKind) -> StoredHandler {
         handlerLock.withLock {
-            switch kind {
-            case .event: return eventHandler
-            case .cancel: return cancelHandler
-            case .registration: return registrationHandler
+            let word = handlerWordLocked(kind)
+            switch (handlerCases >> (2 * kind.rawValue)) & 3 {
+            case 1: return .sourceContext(unsafeBitCast(UnsafeRawPointer(bitPattern: word)!, to: DispatchFunction.self))
+            case 2: return .object(Unmanaged<SourceHandler>.fromOpaque(UnsafeRawPointer(bitPattern: word)!).takeUnretainedValue())
+            default: return .none
             }
         }
     }
 
     private func dropHandlers() {
         let dropped: (StoredHandler, StoredHandler, StoredHandler) = handlerLock.withLock {
-            defer {
-                eventHandler = .none
-                cancelHandler = .none
-                registrationHandler = .none
-            }
-            return (eventHandler, cancelHandler, registrationHandler)
+            (exchangeHandlerLocked(.event, .none), exchangeHandlerLocked(.cancel, .none),
+             exchangeHandlerLocked(.registration, .none))
         }
         _ = dropped
+    }
+
+    /// Stores `new` as the `kind` handler and returns the one it replaces, which takes over
+    /// the word's retain of an object. Under `handlerLock`.
+    private func exchangeHandlerLocked(_ kind: SourceHandlerKind, _ new: StoredHandler) -> StoredHandler {
+        let shift = 2 * kind.rawValue
+        let word = handlerWordLocked(kind)
+        let old: StoredHandler
+        switch (handlerCases >> shift) & 3 {
+        case 1: old = .sourceContext(unsafeBitCast(UnsafeRawPointer(bitPattern: word)!, to: DispatchFunction.self))
+        case 2: old = .object(Unmanaged<SourceHandler>.fromOpaque(UnsafeRawPointer(bitPattern: word)!).takeRetainedValue())
+        default: old = .none
+        }
+        let (newWord, newCase): (UInt, UInt8)
+        switch new {
+        case .none: (newWord, newCase) = (0, 0)
+        case .sourceContext(let function): (newWord, newCase) = (UInt(bitPattern: unsafeBitCast(function, to: UnsafeRawPointer.self)), 1)
+        case .object(let object): (newWord, newCase) = (UInt(bitPattern: Unmanaged.passRetained(object).toOpaque()), 2)
+        }
+        switch kind {
+        case .event: handlerWords.0 = newWord
+        case .cancel: handlerWords.1 = newWord
+        case .registration: handlerWords.2 = newWord
+        }
+        handlerCases = handlerCases & ~(3 << shift) | newCase << shift
+        return old
+    }
+
+    @inline(__always)
+    private func handlerWordLocked(_ kind: SourceHandlerKind) -> UInt {
+        switch kind {
+        case .event: return handlerWords.0
+        case .cancel: return handlerWords.1
+        case .registration: return handlerWords.2
+        }
     }
 
     /// Calls `handler`, if there is one. The copy the caller holds keeps a replaced

@@ -107,7 +107,7 @@ final class SourceTimer: TimerNode, SourceMonitor, @unchecked Sendable {
         configLock.lock()
         config.isStopped = true
         configLock.unlock()
-        EventLoop.shared.cancelTimer(self, completion: timerCancelled, context: context)
+        EventLoop.shared.cancelTimer(self, completion: timerCancelled)
     }
 
     func suspend(_ source: SourceCore) { EventLoop.shared.suspendTimer(self) }
