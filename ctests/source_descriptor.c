@@ -5,7 +5,8 @@
 // (end of file), also for a source created after the hang-up, and costs no CPU while its
 // source is suspended; a descriptor closed and reused while its source is being cancelled
 // delivers nothing to a new source on the reused number; 1,000 create/activate/cancel
-// cycles across 2 threads, closing in the cancel handlers, never crash.
+// cycles across 2 threads, closing in the cancel handlers, never crash; 100,000 one-byte
+// messages on a pipe, each written after the last was read, are each read once, in order.
 #include "check.h"
 
 #include <sys/socket.h>
@@ -134,6 +135,71 @@ static void pipe_read(void) {
     dispatch_release(source);
     close(fds[0]);
     close(fds[1]);
+    dispatch_release(queue);
+}
+
+// MARK: - Ping-pong
+
+// One byte at a time: the main thread writes the next byte only once the handler has read
+// the last one, so every event comes soon after the previous handler returned (the event
+// thread may be polling, and the source's re-arm, which the handler asks for 0-60 µs after
+// it let the next byte be written, arrives while it does or as it stops), and every 97th
+// byte comes after a pause longer than any polling window (the loop goes back to sleep, and
+// a re-arm must not be stranded on the way). Every byte is delivered once, in order.
+enum { PING_ROUNDS = 100000 };
+static int ping_fd;
+static atomic_long ping_reads, ping_wrong, ping_empty;
+static dispatch_semaphore_t ping_read_done;
+static void ping_event(void *context) {
+    (void)context;
+    unsigned char byte;
+    ssize_t n = read(ping_fd, &byte, 1);
+    if (n != 1) {
+        atomic_fetch_add(&ping_empty, 1);  // a call with nothing to read: not an error, counted
+        return;
+    }
+    long index = atomic_fetch_add(&ping_reads, 1);
+    if (byte != (unsigned char)index) atomic_fetch_add(&ping_wrong, 1);
+    dispatch_semaphore_signal(ping_read_done);
+    // Return (and ask for the re-arm) 0-60 µs later: some re-arms arrive as the event
+    // thread stops polling.
+    busy_wait_ns((uint64_t)(index % 61) * 1000);
+}
+
+static void ping_cancel(void *context) {
+    (void)context;
+    dispatch_semaphore_signal(ping_read_done);
+}
+
+static void pipe_ping_pong(void) {
+    check_section("100,000 one-byte messages on a pipe, each written after the last was read: each read once, in order");
+    dispatch_queue_t queue = dispatch_queue_create("com.grandcentral.tests.source-fd.ping", NULL);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    set_nonblocking(fds[0]);
+    ping_fd = fds[0];
+    ping_read_done = dispatch_semaphore_create(0);
+    dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0, queue);
+    dispatch_source_set_event_handler_f(source, ping_event);
+    dispatch_source_set_cancel_handler_f(source, ping_cancel);
+    dispatch_activate(source);
+    for (long i = 0; i < PING_ROUNDS; i++) {
+        if (i % 97 == 0) busy_wait_ns(100000);
+        unsigned char byte = (unsigned char)i;
+        CHECK_EQ(write(fds[1], &byte, 1), 1);
+        CHECKF(dispatch_semaphore_wait(ping_read_done, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_SEC)) == 0,
+               "message %ld was not read within 10 s", i);
+    }
+    CHECK_EQ(atomic_load(&ping_reads), PING_ROUNDS);
+    CHECK_EQ(atomic_load(&ping_wrong), 0);
+    // Closed only after the cancel handler: libdispatch loses the events of a number that
+    // was closed before it and reused (see descriptor_reuse).
+    dispatch_source_cancel(source);
+    CHECK(dispatch_semaphore_wait(ping_read_done, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_SEC)) == 0);
+    dispatch_release(source);
+    close(fds[0]);
+    close(fds[1]);
+    dispatch_release(ping_read_done);
     dispatch_release(queue);
 }
 
@@ -534,6 +600,7 @@ int main(void) {
     check_start("source_descriptor", 55);
     signal(SIGPIPE, SIG_IGN);
     pipe_read();
+    pipe_ping_pong();
     socketpair_read_and_write();
     regular_file();
     pipe_write();

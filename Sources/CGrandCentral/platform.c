@@ -119,6 +119,12 @@ int32_t gc_thread_nice(void) {
     return errno == 0 ? (int32_t)nice : 0;
 }
 
+uint64_t gc_thread_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int gc_thread_set_nice(int32_t nice) {
     return setpriority(PRIO_PROCESS, (id_t)gc_thread_id(), nice) == 0 ? 0 : errno;
 }

@@ -58,6 +58,8 @@ int32_t gc_thread_id(void);
 int32_t gc_process_id(void);
 /// The nice value of the calling thread (getpriority of its thread id).
 int32_t gc_thread_nice(void);
+/// The CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
+uint64_t gc_thread_cpu_ns(void);
 /// Sets the calling thread's nice value (setpriority of its thread id). Returns 0 or an
 /// errno (EACCES: lowering it needs CAP_SYS_NICE or RLIMIT_NICE).
 int gc_thread_set_nice(int32_t nice);

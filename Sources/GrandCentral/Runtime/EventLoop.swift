@@ -141,8 +141,10 @@ final class EventLoop: @unchecked Sendable {
     private let threadStarted = Atomic<Bool>(false)
     /// A `startThread` is in progress.
     private let threadStarting = Atomic<Bool>(false)
-    /// True between a write to the eventfd and the pass of the loop that consumes it.
-    private let wakeupPending = Atomic<Bool>(false)
+    /// True between a write to the eventfd and the pass of the loop that consumes it; also
+    /// held by the loop itself while it polls after a delivery (EventLoopDescriptors.swift,
+    /// `DescriptorPolling`), when every pass empties the inboxes anyway.
+    let wakeupPending = Atomic<Bool>(false)
     /// Per clock: the absolute instant its timerfd is armed for, or `UInt64.max` when it
     /// is disarmed. Written by the event thread, read by `scheduleTimer`.
     let nextFireUptime = Atomic<UInt64>(UInt64.max)
@@ -180,6 +182,8 @@ final class EventLoop: @unchecked Sendable {
     var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
     var descriptors = DescriptorTable()
+    /// Whether the loop polls after a delivery (see EventLoopDescriptors.swift).
+    var descriptorPolling = DescriptorPolling()
     /// The inotify instance and its watches (see EventLoopFiles.swift).
     var files = FileWatchTable()
     /// Registered signals and the signalfd (see EventLoopSignals.swift).
@@ -302,6 +306,7 @@ final class EventLoop: @unchecked Sendable {
             }
             if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
             timeout = serveWhileWorkersCannotStart(backoff: &backoff)
+            if timeout < 0 { timeout = descriptorPollTimeout() }
         }
     }
 

@@ -73,8 +73,9 @@ import Synchronization
 /// item, and if more are behind it wakes a peer as any worker does. During the yielding
 /// phase the worker no longer counts as a spinner and producers wake parked workers as
 /// usual: on a loaded machine a yield can take the worker off its CPU for a whole time
-/// slice, and an item must not wait for that. That one rule is also
-/// the event thread's hand-off: a source drain it pushes while a worker spins goes to that
+/// slice, and an item must not wait for that. (Except while the event thread polls after
+/// a delivery, which it does only while it finds the CPUs uncontended: `yieldersTakeWork`.)
+/// That one rule is also the event thread's hand-off: a source drain it pushes while a worker spins goes to that
 /// worker without a futex wake. The cost: up to 20 µs of one CPU each time a worker runs
 /// out of work (the last 15 µs yielding to anything runnable), by at most half the CPUs'
 /// workers, paid only by a process that runs work; in return a producer that feeds the pool
@@ -192,6 +193,8 @@ import Synchronization
 ///   decrement-then-look (in `park`) and the producer's push-then-look-at-`spinning` are a
 ///   Dekker pair, so an item whose producer saw a spinner and woke no one is seen by that
 ///   spinner, either while it spins or in `park`'s look after it announced itself idle.
+/// - `yielding`: workers in the second, yielding phase of `spinForWork`; the same Dekker
+///   pair with producers, who look at it only while `yieldersTakeWork` is set.
 ///
 /// Debug lines (`GRANDCENTRAL_DEBUG`, `DebugLog`): `startWorker` says which rule started a
 /// worker (`WorkerStartReason`) and for which root, or that the limit stopped it; a worker
@@ -216,6 +219,18 @@ final class ThreadPool: @unchecked Sendable {
     /// item. Sequentially consistent: the
     /// producer's push-then-look and the spinner's leave-then-look are a Dekker pair.
     let spinning = Atomic<Int>(0)
+    /// Workers in the second, yielding phase of `Worker.spinForWork`. Producers wake a
+    /// parked worker anyway (a yield may take the worker off its CPU for a slice), except
+    /// while `yieldersTakeWork` is set. Sequentially consistent, as `spinning`.
+    let yielding = Atomic<Int>(0)
+    /// Set by the event thread while it polls after a delivery (EventLoopDescriptors.swift,
+    /// `DescriptorPolling`), which it does only while it sees no contention for the CPUs:
+    /// then a yielding worker gets its CPU back at once, and a producer that sees one wakes
+    /// no one, as it would for a spinner. (Without it, each readiness event on a busy pipe
+    /// woke a parked worker that found nothing: 1,926 futex wakes for 2,000 events, the
+    /// yielding worker having taken every item.) Relaxed: a stale value only means one
+    /// wake more or less; the item is never stranded, by the `yielding` Dekker pair.
+    let yieldersTakeWork = Atomic<Bool>(false)
     /// At most this many workers spin at once: half the CPUs, at least one (tokio's limit on
     /// searching workers, Go's on spinning Ms), so spinners never hold every CPU.
     let maxSpinners: Int
@@ -270,6 +285,8 @@ final class ThreadPool: @unchecked Sendable {
         idle.store(0, ordering: .relaxed)
         blocked.store(0, ordering: .relaxed)
         spinning.store(0, ordering: .relaxed)
+        yielding.store(0, ordering: .relaxed)
+        yieldersTakeWork.store(false, ordering: .relaxed)
         limitReported.store(false, ordering: .relaxed)
         idleSemaphore.value.store(0, ordering: .relaxed)
         idleSemaphore.grants.pointee = 0
@@ -293,6 +310,7 @@ final class ThreadPool: @unchecked Sendable {
     func workAvailable(_ reason: WorkerStartReason = .workQueued) {
         // A spinning worker takes the item (see `spinning`).
         if spinning.load(ordering: .sequentiallyConsistent) > 0 { return }
+        if yieldersTakeWork.load(ordering: .relaxed) && yielding.load(ordering: .sequentiallyConsistent) > 0 { return }
         var n = idle.load(ordering: .sequentiallyConsistent)
         while n > 0 {
             let (done, now) = idle.weakCompareExchange(expected: n, desired: n - 1, ordering: .sequentiallyConsistent)
@@ -705,7 +723,12 @@ final class Worker: @unchecked Sendable {
         // its item seen by this worker.
         pool.spinning.wrappingSubtract(1, ordering: .sequentiallyConsistent)
         if found { return true }
-        return spinUntilWork(start: start, budget: pool.spinBudget, yielding: true)
+        pool.yielding.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        let foundYielding = spinUntilWork(start: start, budget: pool.spinBudget, yielding: true)
+        // Leaving, then looking (the caller's `findWork`, or `park`'s look after it
+        // announced itself idle): the Dekker pair of `yielding`, as of `spinning` above.
+        pool.yielding.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+        return foundYielding
     }
 
     /// Looks for work until `budget` ns after `start`, every eighth look checking the clock
