@@ -435,10 +435,11 @@ struct DescriptorPolling {
 }
 
 extension EventLoop {
-    /// After a pass that would sleep (`epoll_wait` with no timeout): 0 to poll (see
-    /// `DescriptorPolling`), or -1 to sleep. Event thread only.
-    func descriptorPollTimeout() -> Int32 {
-        if !descriptorPolling.delivered && descriptorPolling.until == 0 { return -1 }
+    /// After each pass, with the timeout the loop would wait with (-1: none): 0 to poll
+    /// (see `DescriptorPolling`), else that timeout. Called whatever the timeout, so a
+    /// window always closes and gives the wakeup back. Event thread only.
+    func descriptorPollTimeout(_ timeout: Int32) -> Int32 {
+        if timeout == 0 || (!descriptorPolling.delivered && descriptorPolling.until == 0) { return timeout }
         let now = gc_uptime_ns()
         if descriptorPolling.delivered {
             descriptorPolling.delivered = false
@@ -450,7 +451,7 @@ extension EventLoop {
                 descriptorPolling.until = now &+ DescriptorPolling.window
             }
         }
-        guard descriptorPolling.until != 0 else { return -1 }
+        guard descriptorPolling.until != 0 else { return timeout }
         let polled = now &- descriptorPolling.checkedAt
         if now < descriptorPolling.until && polled < DescriptorPolling.recheck { return keepPolling() }
         let cpu = gc_thread_cpu_ns()
@@ -469,13 +470,17 @@ extension EventLoop {
         wakeupPending.store(false, ordering: .sequentiallyConsistent)
         let inboxesEmpty = timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty
             && fileInbox.isEmpty && signalInbox.isEmpty
-        return inboxesEmpty ? -1 : 0
+        return inboxesEmpty ? timeout : 0
     }
 
     /// One more poll: the loop holds the wakeup, and yielding workers count as spinners.
+    /// Each is stored only when not set already (producers read both lines).
     private func keepPolling() -> Int32 {
-        wakeupPending.store(true, ordering: .sequentiallyConsistent)
-        ThreadPool.shared.yieldersTakeWork.store(true, ordering: .relaxed)
+        if !wakeupPending.load(ordering: .sequentiallyConsistent) {
+            wakeupPending.store(true, ordering: .sequentiallyConsistent)
+        }
+        let pool = ThreadPool.shared
+        if !pool.yieldersTakeWork.load(ordering: .relaxed) { pool.yieldersTakeWork.store(true, ordering: .relaxed) }
         return 0
     }
 
