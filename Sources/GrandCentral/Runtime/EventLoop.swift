@@ -306,7 +306,7 @@ final class EventLoop: @unchecked Sendable {
             }
             if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
             timeout = serveWhileWorkersCannotStart(backoff: &backoff)
-            if timeout < 0 { timeout = descriptorPollTimeout() }
+            timeout = descriptorPollTimeout(timeout)
         }
     }
 
