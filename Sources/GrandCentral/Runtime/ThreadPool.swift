@@ -145,8 +145,14 @@ import Synchronization
 /// creating thread), so OpenMP's 15-25 ns per task is about what GrandCentral's producer
 /// alone spends per `dispatch_group_async_f` (15-24 ns of CPU) before any worker runs the
 /// item, and `dispatch_async_f` cannot run its function on its caller's thread.
-/// bench/run.sh at load 5: group_async 20.4 -> 22.9 Mitems/s (libdispatch 10.2), against
+/// bench/run.sh (load 7, then 5): group_async 20.4 -> 22.9 Mitems/s (libdispatch 10.2), against
 /// OpenMP 2.19 -> 2.40x its time (OpenMP's best moved 22.9 -> 18.5 ns between the runs).
+/// Against 6786f20, the build before the engine's promises (alternating, load 7, best /
+/// median of 10, ns per item): this row 55.0 / 67.7 -> 41.6 / 47.6, and 2M async_f onto
+/// one serial queue 31.4 / 35.1 -> 26.7 / 28.6. Per item (callgrind, a serial queue whose
+/// first item holds the drain until all are submitted): dispatch_async_f 41.0 at 6786f20,
+/// 60.0 at aef9d14 (merged with dispatch_async_enforce_qos_class_f, now its caller), 53.8
+/// now (the prefetch is 3 of them); the serial drain loop 32.0 against 38.1.
 ///
 /// What a worker runs at: the nice value of the QoS class of the root its item came from
 /// (libdispatch's values on Linux: background 10, utility 2, default 0, user-initiated and
