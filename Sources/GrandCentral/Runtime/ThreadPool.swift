@@ -588,6 +588,8 @@ final class Worker: @unchecked Sendable {
         /// The watched-signal generation this thread's mask reflects (0: the mask every
         /// library thread starts with, nothing unblocked).
         var signalGeneration: UInt32 = 0
+        /// Looks in a row that found work there but did not get it (see below).
+        var missedLooks = 0
         while true {
             let found = pool.findWork(for: self)
             if first {
@@ -595,6 +597,7 @@ final class Worker: @unchecked Sendable {
                 pool.starting.wrappingSubtract(1, ordering: .relaxed)
             }
             if let node = found {
+                missedLooks = 0
                 busy.store(true, ordering: .relaxed)
                 if woke {
                     woke = false
@@ -629,8 +632,15 @@ final class Worker: @unchecked Sendable {
             busy.store(false, ordering: .relaxed)
             // Work there that `findWork` did not get (another worker held a root's pop
             // lock): look again at once, without joining the spinners (two read-modify-writes
-            // on a line every spinner and producer reads).
-            if pool.hasWork() { continue }
+            // on a line every spinner and producer reads). Every 64th miss in a row yields
+            // the CPU: the holder of the pop lock may be a thread this one keeps off its CPU
+            // (under SCHED_FIFO, where nothing preempts a spinning thread for a peer of its
+            // priority, two workers looping here while a third held the lock hung a process).
+            if pool.hasWork() {
+                missedLooks &+= 1
+                if missedLooks & 63 == 0 { sched_yield() }
+                continue
+            }
             if spinForWork() { continue }
             nameIdle()
             if !park() { break }
