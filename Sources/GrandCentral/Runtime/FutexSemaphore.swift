@@ -30,11 +30,17 @@ struct FutexSemaphore: ~Copyable, @unchecked Sendable {
     /// Returns true when it woke (granted a wakeup to) a waiter.
     @inline(__always)
     func signal() -> Bool {
-        // acquiringAndReleasing: a signal publishes the signaller's writes to the waiter.
-        let old = value.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue
-        if old >= 0 { return false }
+        if addUnitFindingNoWaiter() { return false }
         Self.grantWakeup(grants)
         return true
+    }
+
+    /// The first half of `signal`, for a caller that finishes it its own way: adds the
+    /// unit; true when nobody waited (done), false when a waiter is owed `grantWakeup`.
+    @inline(__always)
+    func addUnitFindingNoWaiter() -> Bool {
+        // acquiringAndReleasing: a signal publishes the signaller's writes to the waiter.
+        value.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue >= 0
     }
 
     /// `signal` found a waiter: one grant and one futex wake. Out of line and static (the

@@ -28,9 +28,20 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
         }
     }
 
-    /// Returns true when this woke a waiting thread.
+    /// 1 when this woke a waiting thread, else 0 (`dispatch_semaphore_signal`'s and
+    /// `signal()`'s result). The uncontended path is the atomic increment; the wake is a
+    /// tail call, so the C entry point keeps no frame.
     @inline(__always)
-    func signalSemaphore() -> Bool { semaphore.signal() }
+    func signalSemaphore() -> Int {
+        if semaphore.addUnitFindingNoWaiter() { return 0 }
+        return Self.wakeWaiter(self)
+    }
+
+    @inline(never)
+    static func wakeWaiter(_ semaphore: DispatchSemaphore) -> Int {
+        FutexSemaphore.grantWakeup(semaphore.semaphore.grants)
+        return 1
+    }
 
     /// `dispatch_semaphore_wait`: true when the semaphore was taken, false when `deadline`
     /// (a `dispatch_time_t`) passed first. The uncontended path is one atomic decrement, as
@@ -46,6 +57,20 @@ public final class DispatchSemaphore: DispatchObject, @unchecked Sendable {
     @inline(never)
     static func waitAsWaiter(_ semaphore: DispatchSemaphore, deadline: UInt64) -> Bool {
         semaphore.waitAsWaiter(timeoutNanoseconds: DispatchClock.nanosecondsUntil(deadline))
+    }
+
+    /// `waitSemaphore(deadline:)` as `dispatch_semaphore_wait` answers: 0 when the
+    /// semaphore was taken, 1 when `deadline` passed first. The slow path is a tail call
+    /// that already answers so, so the C entry point keeps no frame.
+    @inline(__always)
+    func waitSemaphoreStatus(deadline: UInt64) -> Int {
+        if semaphore.takeOrJoinWaiters() { return 0 }
+        return Self.waitAsWaiterStatus(self, deadline: deadline)
+    }
+
+    @inline(never)
+    static func waitAsWaiterStatus(_ semaphore: DispatchSemaphore, deadline: UInt64) -> Int {
+        waitAsWaiter(semaphore, deadline: deadline) ? 0 : 1
     }
 
     /// True when the semaphore was taken, false on timeout (`timeoutNanoseconds < 0`:

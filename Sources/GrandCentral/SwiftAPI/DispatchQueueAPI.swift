@@ -354,5 +354,5 @@ extension DispatchSemaphore {
 
     /// Increments the semaphore; returns non-zero if that woke a waiting thread.
     @discardableResult
-    public func signal() -> Int { signalSemaphore() ? 1 : 0 }
+    public func signal() -> Int { signalSemaphore() }
 }
