@@ -470,7 +470,11 @@ extension EventLoop {
         wakeupPending.store(false, ordering: .sequentiallyConsistent)
         let inboxesEmpty = timerInbox.isEmpty && descriptorInbox.isEmpty && rearmInbox.isEmpty
             && fileInbox.isEmpty && signalInbox.isEmpty
-        return inboxesEmpty ? timeout : 0
+        // A failed worker start also asks for a wakeup (ThreadStartFailures.workerStartFailed:
+        // its sequentially consistent CAS of `since`, then the look at `wakeupPending`):
+        // one more pass serves the episode (`serveWhileWorkersCannotStart`).
+        let startFailureOpen = ThreadStartFailures.shared.since.load(ordering: .sequentiallyConsistent) != 0
+        return inboxesEmpty && !startFailureOpen ? timeout : 0
     }
 
     /// One more poll: the loop holds the wakeup, and yielding workers count as spinners.

@@ -49,7 +49,10 @@ final class ThreadStartFailures: @unchecked Sendable {
     func workerStartFailed(_ error: Int32) {
         lastError.store(error, ordering: .relaxed)
         let now = gc_uptime_ns()
-        _ = since.compareExchange(expected: 0, desired: now, ordering: .relaxed)
+        // Sequentially consistent: the episode, then `requestWakeup`'s look at the event
+        // loop's `wakeupPending`, against the loop closing a polling window (it clears the
+        // flag, then looks at `since`: EventLoopDescriptors.swift, `descriptorPollTimeout`).
+        _ = since.compareExchange(expected: 0, desired: now, ordering: .sequentiallyConsistent)
         reportIfLong(now: now)
         // The event thread retries (or runs the work); starting it is retried here too.
         EventLoop.shared.requestWakeup()
