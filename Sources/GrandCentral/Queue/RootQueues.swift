@@ -218,38 +218,12 @@ final class RootQueue: DispatchQueue, @unchecked Sendable {
         }
     }
 
-    /// Removes the first node (`ContinuationList.pop`'s protocol). The caller holds
-    /// `popLock`.
+    /// Removes the first node (`popFirstNode`, ContinuationList.swift) and counts it. The
+    /// caller holds `popLock`.
     @inline(__always)
     private func popLocked() -> Continuation? {
-        var first = head.load(ordering: .acquiring)
-        if first == 0 {
-            if tail.load(ordering: .sequentiallyConsistent) == 0 { return nil }
-            // A producer exchanged tail but has not stored head yet.
-            var spins = 0
-            repeat {
-                waitForProducer(&spins)
-                first = head.load(ordering: .acquiring)
-            } while first == 0
-        }
+        guard let node = popFirstNode(head: head, tail: tail) else { return nil }
         pops.store(pops.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
-        let node = Continuation(bitPattern: first)!
-        if let next = gc_continuation_load_next(node) {
-            head.store(UInt(bitPattern: next), ordering: .relaxed)
-            return node
-        }
-        head.store(0, ordering: .relaxed)
-        if tail.compareExchange(expected: first, desired: 0, ordering: .sequentiallyConsistent).exchanged {
-            return node
-        }
-        // A producer linked a successor after `node`; wait for its store.
-        var next = gc_continuation_load_next(node)
-        var spins = 0
-        while next == nil {
-            waitForProducer(&spins)
-            next = gc_continuation_load_next(node)
-        }
-        head.store(UInt(bitPattern: next!), ordering: .relaxed)
         return node
     }
 

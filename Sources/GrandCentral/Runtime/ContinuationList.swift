@@ -23,6 +23,42 @@ func waitForProducer(_ spins: inout Int) {
     if spins < 64 { gc_cpu_relax() } else { sched_yield() }
 }
 
+/// The consumer's half of the protocol (below), on a list's `head` and `tail` wherever they
+/// live (`ContinuationList`, and `RootQueue`, which keeps them on separate cache lines):
+/// removes the first node. One consumer at a time: the drain owner, or the holder of a
+/// root's pop lock.
+@inline(__always)
+func popFirstNode(head: borrowing Atomic<UInt>, tail: borrowing Atomic<UInt>) -> Continuation? {
+    var first = head.load(ordering: .acquiring)
+    if first == 0 {
+        if tail.load(ordering: .sequentiallyConsistent) == 0 { return nil }
+        // A producer exchanged tail but has not stored head yet.
+        var spins = 0
+        repeat {
+            waitForProducer(&spins)
+            first = head.load(ordering: .acquiring)
+        } while first == 0
+    }
+    let node = Continuation(bitPattern: first)!
+    if let next = gc_continuation_load_next(node) {
+        head.store(UInt(bitPattern: next), ordering: .relaxed)
+        return node
+    }
+    head.store(0, ordering: .relaxed)
+    if tail.compareExchange(expected: first, desired: 0, ordering: .sequentiallyConsistent).exchanged {
+        return node
+    }
+    // A producer linked a successor after `node`; wait for its store.
+    var next = gc_continuation_load_next(node)
+    var spins = 0
+    while next == nil {
+        waitForProducer(&spins)
+        next = gc_continuation_load_next(node)
+    }
+    head.store(UInt(bitPattern: next!), ordering: .relaxed)
+    return node
+}
+
 struct ContinuationList: ~Copyable {
     /// The first node; written by the producer that found the list empty and by the consumer.
     private let head = Atomic<UInt>(0)
@@ -72,34 +108,5 @@ struct ContinuationList: ~Copyable {
 
     /// Removes the first node. Only the drain owner calls this.
     @inline(__always)
-    func pop() -> Continuation? {
-        var first = head.load(ordering: .acquiring)
-        if first == 0 {
-            if tail.load(ordering: .sequentiallyConsistent) == 0 { return nil }
-            // A producer exchanged tail but has not stored head yet.
-            var spins = 0
-            repeat {
-                waitForProducer(&spins)
-                first = head.load(ordering: .acquiring)
-            } while first == 0
-        }
-        let node = Continuation(bitPattern: first)!
-        if let next = gc_continuation_load_next(node) {
-            head.store(UInt(bitPattern: next), ordering: .relaxed)
-            return node
-        }
-        head.store(0, ordering: .relaxed)
-        if tail.compareExchange(expected: first, desired: 0, ordering: .sequentiallyConsistent).exchanged {
-            return node
-        }
-        // A producer linked a successor after `node`; wait for its store.
-        var next = gc_continuation_load_next(node)
-        var spins = 0
-        while next == nil {
-            waitForProducer(&spins)
-            next = gc_continuation_load_next(node)
-        }
-        head.store(UInt(bitPattern: next!), ordering: .relaxed)
-        return node
-    }
+    func pop() -> Continuation? { popFirstNode(head: head, tail: tail) }
 }
