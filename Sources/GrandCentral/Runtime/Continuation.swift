@@ -154,6 +154,15 @@ final class ContinuationDepot: @unchecked Sendable {
             return batch
         }
     }
+
+    /// The child of a fork (Runtime/Fork.swift): a parent thread may have held the lock, or
+    /// been between its two stores, at the fork; the child forgets the kept batches (never
+    /// freed: the parent's nodes) and starts with an unlocked, empty depot. Stores only.
+    func forgetInForkChild() {
+        lock.resetInForkChild()
+        batches = nil
+        count = 0
+    }
 }
 
 /// A Swift closure travelling through the C-shaped machinery: retained into `context`

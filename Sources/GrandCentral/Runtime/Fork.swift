@@ -15,7 +15,8 @@ import Synchronization
 /// - the root queues and the main queue are empty and idle: the items pending in them are
 ///   the parent's work, and the parent runs them; the child never does (nor frees them);
 /// - the event loop is forgotten and its descriptors closed (they are shared with the
-///   parent's loop); the next timer, dispatch_after or source creates a new loop and thread.
+///   parent's loop); the next timer, dispatch_after or source creates a new loop and thread;
+/// - the work-item depot is empty and unlocked (a parent thread may have held its lock).
 ///
 /// The handler only stores and closes descriptors: no lock is taken, no memory allocated, no
 /// thread started, so a child that calls only async-signal-safe functions and then `_exit`
@@ -46,6 +47,7 @@ enum Fork {
         MainQueueDriver.isParked.store(false, ordering: .relaxed)
         MainQueueDriver.isDraining = false
         EventLoop.forgetInForkChild()
+        ContinuationDepot.shared.forgetInForkChild()
     }
 
     private static func forget(_ queue: DispatchQueue) {
