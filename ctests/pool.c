@@ -317,7 +317,7 @@ static void section_no_snowball(void) {
 // machine; each part stops at its time budget (18 s for the rounds, 18 s for the chain) so a
 // machine at a load average of 15 or more, where a wake-up can take milliseconds, stays under
 // the section's 50 s watchdog. Each part must still reach a floor of hand-offs.
-enum { HANDOFF_ROUNDS = 40000, HANDOFF_CHAIN = 20000, HANDOFF_FLOOR = 2000 };
+enum { HANDOFF_ROUNDS = 40000, HANDOFF_CHAIN = 20000, HANDOFF_FLOOR = 500 };
 static const uint64_t handoff_budget_ns = 18000000000ull;
 static dispatch_semaphore_t handoff_done;
 static atomic_long handoff_chain_left;
