@@ -166,4 +166,36 @@ final class ThreadPoolTests: XCTestCase {
         XCTAssertEqual(rendezvous.passed.value, parties, "utility items did not all run beside the full default queue")
         stop.open()
     }
+
+    /// After a burst has started several workers, a trickle of one item per millisecond is
+    /// served by the worker that parked last (ParkedWorkers wakes the newest first), not by
+    /// every parked worker in turn, so the others stay asleep and retire after the idle
+    /// timeout. (Waking the oldest first, the 200 items below ran on all eight workers.)
+    func testATrickleAfterABurstIsServedByTheWorkerThatParkedLast() {
+        let burst = 8
+        let started = Counter()
+        let release = Flag()
+        for _ in 0..<burst {
+            DispatchQueue.global().async {
+                _ = started.increment()
+                _ = release.wait()
+            }
+        }
+        XCTAssertTrue(eventually { started.value == burst }, "the burst did not get \(burst) workers")
+        release.open()
+        usleep(20_000)  // the burst's workers park
+        let threads = Recorder<UInt>()
+        let queue = DispatchQueue(label: "test.pool.trickle")
+        for _ in 0..<200 {
+            let done = Flag()
+            queue.async {
+                threads.append(UInt(pthread_self()))
+                done.open()
+            }
+            XCTAssertTrue(done.wait())
+            usleep(1000)
+        }
+        let distinct = Set(threads.values.suffix(150)).count
+        XCTAssertLessThanOrEqual(distinct, 3, "the trickle ran on \(distinct) threads")
+    }
 }

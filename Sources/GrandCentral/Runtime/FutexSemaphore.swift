@@ -1,8 +1,8 @@
 import CGrandCentral
 import Synchronization
 
-/// A counting semaphore on a futex: the primitive under `dispatch_semaphore_t` and the
-/// thread pool's idle workers.
+/// A counting semaphore on a futex: the primitive under `dispatch_semaphore_t`. (The
+/// thread pool's idle workers sleep in `ParkedWorkers`, which wakes the newest first.)
 ///
 /// Contract (after libdispatch's semaphore and Go's sema): `value` may go negative, and
 /// then counts waiters. Every `signal` that finds a waiter grants exactly one wakeup
@@ -11,7 +11,7 @@ import Synchronization
 /// granted it a wakeup, consumes that grant instead, so no signal is lost or counted twice.
 ///
 /// A non-copyable struct, so that its counter lives inline in its owner (a
-/// `DispatchSemaphore`, the pool): the uncontended signal and wait touch the owner's own
+/// `DispatchSemaphore`): the uncontended signal and wait touch the owner's own
 /// memory, with no pointer to chase to a second object.
 struct FutexSemaphore: ~Copyable, @unchecked Sendable {
     let value: Atomic<Int>

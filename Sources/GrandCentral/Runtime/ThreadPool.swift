@@ -49,7 +49,7 @@ import Synchronization
 ///
 /// When a thread is retired: a worker that finds no work spins briefly (`spinForWork`:
 /// at most `maxSpinners` at once, for at most `spinBudget`, see "Spinning" below), then
-/// parks on `idleSemaphore`; parked for `idleTimeout` (5 s), it exits. An idle process
+/// parks in `parked` (the most recently parked is woken first); parked for `idleTimeout` (5 s), it exits. An idle process
 /// therefore ends with no workers and a sleeping monitor: no CPU at all.
 ///
 /// Run queues: where work waits, and who may touch it. Work that has not started is in
@@ -188,7 +188,7 @@ import Synchronization
 ///   `threads`, decremented by the worker when it first looks. The monitor adds nothing
 ///   while a thread is on its way (relaxed: a heuristic, a stale value delays one tick).
 /// - `idle`: workers parked or committed to parking. A producer that takes a unit of `idle`
-///   (CAS down) owes that worker one `idleSemaphore.signal()`; a worker that leaves idle on
+///   (CAS down) owes that worker one `parked.signal()`; a worker that leaves idle on
 ///   its own (found work on its re-check, or timed out) takes its unit back the same way, and
 ///   if it cannot (a producer took it) it consumes the signal that is on its way.
 ///   Sequentially consistent: the worker's increment-then-look-for-work and the producer's
@@ -256,7 +256,8 @@ final class ThreadPool: @unchecked Sendable {
     /// start the limit stops is not reported again (the monitor tries every tick). Relaxed:
     /// at worst a line more or less.
     let limitReported = Atomic<Bool>(false)
-    let idleSemaphore = FutexSemaphore(value: 0)
+    /// Where idle workers sleep; wakes the most recently parked first (`ParkedWorkers`).
+    let parked = ParkedWorkers()
 
     /// Live workers, for the monitor. Guarded by `workersLock`.
     private var workers: [Worker] = []
@@ -294,8 +295,7 @@ final class ThreadPool: @unchecked Sendable {
         yielding.store(0, ordering: .relaxed)
         yieldersTakeWork.store(false, ordering: .relaxed)
         limitReported.store(false, ordering: .relaxed)
-        idleSemaphore.value.store(0, ordering: .relaxed)
-        idleSemaphore.grants.pointee = 0
+        parked.resetInForkChild()
         workersLock.resetInForkChild()
         workers = []
         monitor.resetInForkChild()
@@ -321,7 +321,7 @@ final class ThreadPool: @unchecked Sendable {
         while n > 0 {
             let (done, now) = idle.weakCompareExchange(expected: n, desired: n - 1, ordering: .sequentiallyConsistent)
             if done {
-                _ = idleSemaphore.signal()
+                parked.signal()
                 return
             }
             n = now
@@ -559,7 +559,10 @@ final class Worker: @unchecked Sendable {
     /// alone.
     var deferredGroup: UnsafeMutableRawPointer?
     var deferredLeaves: UInt64 = 0
+    /// This worker's place in `pool.parked` while it is parked (ParkedWorkers.swift).
+    let parkSlot = ParkedWorkers.Slot.allocate()
     init(pool: ThreadPool) { self.pool = pool }
+    deinit { parkSlot.deallocate() }
 
     /// Going idle: take the idle name of the last item's root, unless already named so.
     func nameIdle() {
@@ -772,14 +775,14 @@ final class Worker: @unchecked Sendable {
         // increment did not see us, so we must see its item (Dekker with workAvailable).
         if pool.hasWork() {
             if leaveIdle() { return true }
-            _ = pool.idleSemaphore.wait(timeoutNanoseconds: -1)  // a producer took our unit
+            _ = pool.parked.wait(parkSlot, timeoutNanoseconds: -1)  // a producer took our unit
             return true
         }
-        if pool.idleSemaphore.wait(timeoutNanoseconds: pool.idleTimeout) { return true }
+        if pool.parked.wait(parkSlot, timeoutNanoseconds: pool.idleTimeout) { return true }
         // Timed out: exit, unless a producer took our unit meanwhile (then its signal is
         // coming, and it expects a worker).
         if leaveIdle() { return false }
-        _ = pool.idleSemaphore.wait(timeoutNanoseconds: -1)
+        _ = pool.parked.wait(parkSlot, timeoutNanoseconds: -1)
         return true
     }
 
