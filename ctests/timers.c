@@ -170,11 +170,76 @@ static void hundred_thousand(void) {
     for (int q = 0; q < MANY_QUEUES; q++) dispatch_release(queues[q]);
 }
 
+// MARK: - Precise timers (zero leeway)
+
+// The event thread wakes ahead of a zero-leeway timer and polls up to its deadline
+// (EventLoopTimers.swift, `TimerApproach`): each fire of a 1 ms repeating timer, and each
+// of 500 one-shot timer sources at deadlines 0.25 ms apart, is at or after its deadline.
+enum { PRECISE_FIRES = 2000, PRECISE_ONE_SHOTS = 500 };
+static dispatch_source_t precise_timer;
+static uint64_t precise_start;          // not later than the library's start
+static size_t precise_count, precise_handled;
+static atomic_long precise_early, precise_done;
+
+static void precise_fired(void *context) {
+    (void)context;
+    uint64_t now = now_ns();
+    precise_count += dispatch_source_get_data(precise_timer);
+    if (now < precise_start + (uint64_t)(precise_count - 1) * NSEC_PER_MSEC) atomic_fetch_add(&precise_early, 1);
+    if (++precise_handled == PRECISE_FIRES) {
+        dispatch_source_cancel(precise_timer);
+        atomic_store(&precise_done, 1);
+    }
+}
+
+typedef struct {
+    uint64_t deadline;
+    dispatch_source_t source;
+} precise_shot_t;
+static precise_shot_t precise_shots[PRECISE_ONE_SHOTS];
+static atomic_long precise_shots_fired;
+
+static void precise_shot_fired(void *context) {
+    precise_shot_t *shot = context;
+    if (now_ns() < shot->deadline) atomic_fetch_add(&precise_early, 1);
+    dispatch_source_cancel(shot->source);
+    atomic_fetch_add(&precise_shots_fired, 1);
+}
+
+static void precise_timers(void) {
+    check_section("zero-leeway timers: 2,000 fires of a 1 ms repeating timer and 500 one-shots 0.25 ms apart, none early");
+    atomic_store(&precise_early, 0);
+    dispatch_queue_t q = dispatch_queue_create("com.grandcentral.tests.timers.precise", NULL);
+    precise_timer = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+    dispatch_source_set_event_handler_f(precise_timer, precise_fired);
+    precise_start = now_ns() + NSEC_PER_MSEC;
+    dispatch_source_set_timer(precise_timer, dispatch_time(DISPATCH_TIME_NOW, NSEC_PER_MSEC), NSEC_PER_MSEC, 0);
+    dispatch_activate(precise_timer);
+    dispatch_queue_t shots = dispatch_queue_create("com.grandcentral.tests.timers.shots", NULL);
+    for (int i = 0; i < PRECISE_ONE_SHOTS; i++) {
+        int64_t delay = (int64_t)(i + 1) * 250 * 1000;
+        precise_shots[i].deadline = now_ns() + (uint64_t)delay;
+        precise_shots[i].source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, shots);
+        dispatch_set_context(precise_shots[i].source, &precise_shots[i]);
+        dispatch_source_set_event_handler_f(precise_shots[i].source, precise_shot_fired);
+        dispatch_source_set_timer(precise_shots[i].source, dispatch_time(DISPATCH_TIME_NOW, delay), DISPATCH_TIME_FOREVER, 0);
+        dispatch_activate(precise_shots[i].source);
+    }
+    WAIT_FOR_COUNT(&precise_shots_fired, PRECISE_ONE_SHOTS, 30);
+    WAIT_FOR_COUNT(&precise_done, 1, 30);
+    CHECKF(atomic_load(&precise_early) == 0, "%ld zero-leeway fires were early", atomic_load(&precise_early));
+    for (int i = 0; i < PRECISE_ONE_SHOTS; i++) dispatch_release(precise_shots[i].source);
+    dispatch_release(precise_timer);
+    dispatch_release(shots);
+    dispatch_release(q);
+}
+
 int main(void) {
     check_start("timers", 50);
     ten_nearby();
     lone_timer_and_forever();
     hundred_thousand();
+    precise_timers();
     check_pass();
     return 0;
 }

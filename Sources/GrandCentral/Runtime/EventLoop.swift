@@ -192,6 +192,11 @@ final class EventLoop: @unchecked Sendable {
     /// re-arms them, which resets the expiry, and `armTimerDescriptors` reads one that it
     /// does not re-arm. The wall timerfd is read at once, for its ECANCELED.
     var unreadExpirations: UInt8 = 0
+    /// Per clock, the wakeup A the loop approaches by polling when its timerfd was armed
+    /// early for it (EventLoopTimers.swift, `TimerApproach`), else 0.
+    var approachInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
+    /// The approach in progress, if any (EventLoopTimers.swift).
+    var timerApproach = TimerApproach()
     /// Each clock as read at the start of the current pass (0 before its first timer).
     var passInstants = [UInt64](repeating: 0, count: DispatchClock.Kind.allCases.count)
     /// Registered descriptors (see EventLoopDescriptors.swift).
@@ -321,6 +326,7 @@ final class EventLoop: @unchecked Sendable {
             if firedTimers { timerFiringPasses.add(1, ordering: .relaxed) }
             timeout = serveWhileWorkersCannotStart(backoff: &backoff)
             timeout = descriptorPollTimeout(timeout)
+            timeout = timerApproachTimeout(timeout)
         }
     }
 

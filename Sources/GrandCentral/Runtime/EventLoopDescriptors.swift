@@ -490,7 +490,7 @@ extension EventLoop {
 
     /// Whether the pool leaves a CPU to a polling event thread: two CPUs or more, and fewer
     /// workers running (neither parked nor blocked) than CPUs. Relaxed loads: a heuristic.
-    private func poolLeavesACPUFree() -> Bool {
+    func poolLeavesACPUFree() -> Bool {
         let pool = ThreadPool.shared
         if pool.activeCPUs < 2 { return false }
         let running = pool.threads.load(ordering: .relaxed) - pool.idle.load(ordering: .relaxed)
