@@ -234,12 +234,111 @@ static void precise_timers(void) {
     dispatch_release(q);
 }
 
+// Zero-leeway one-shots, half on the boot clock (bit 63: libdispatch's monotonic time),
+// each suspended and resumed, suspended for good, re-armed an hour later, or cancelled
+// within 60 µs of its deadline, inside the event thread's approach (TimerApproach). None
+// fires before its deadline, every cancel handler runs, and while the survivors wait (an
+// hour away, or suspended) the process does not poll: it idles.
+enum { PERTURBED = 300 };
+typedef struct {
+    uint64_t deadline;          // on its own clock
+    bool boot;
+    int action;
+    dispatch_source_t source;
+} perturbed_t;
+static perturbed_t perturbed[PERTURBED];
+static atomic_long perturbed_early, perturbed_cancelled;
+
+static uint64_t boottime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void perturbed_fired(void *context) {
+    perturbed_t *p = context;
+    if ((p->boot ? boottime_ns() : now_ns()) < p->deadline) atomic_fetch_add(&perturbed_early, 1);
+}
+
+static void perturbed_cancel(void *context) {
+    (void)context;
+    atomic_fetch_add(&perturbed_cancelled, 1);
+}
+
+static void precise_timers_perturbed(void) {
+    check_section("zero-leeway timers suspended, re-armed later or cancelled during the approach: none early, then no polling");
+    dispatch_queue_t q = dispatch_queue_create("com.grandcentral.tests.timers.perturbed", NULL);
+    unsigned seed = 7;
+    for (int i = 0; i < PERTURBED; i++) {
+        perturbed_t *p = &perturbed[i];
+        uint64_t delay = 100000 + (uint64_t)(rand_r(&seed) % 100000);
+        p->boot = i & 1;
+        p->deadline = (p->boot ? boottime_ns() : now_ns()) + delay;
+        p->action = rand_r(&seed) % 4;
+        p->source = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+        dispatch_set_context(p->source, p);
+        dispatch_source_set_event_handler_f(p->source, perturbed_fired);
+        dispatch_source_set_cancel_handler_f(p->source, perturbed_cancel);
+        dispatch_time_t start = p->boot ? (dispatch_time_t)((1ull << 63) | p->deadline) : (dispatch_time_t)p->deadline;
+        dispatch_source_set_timer(p->source, start, DISPATCH_TIME_FOREVER, 0);
+        dispatch_activate(p->source);
+        // Into the last 60 µs before the deadline (or just after it).
+        uint64_t at = now_ns() + delay - 60000 + (uint64_t)(rand_r(&seed) % 70000);
+        while (now_ns() < at) {}
+        switch (p->action) {
+        case 0:
+            dispatch_suspend(p->source);
+            busy_wait_ns((uint64_t)(rand_r(&seed) % 100000));
+            dispatch_resume(p->source);
+            break;
+        case 1:
+            dispatch_source_set_timer(p->source, dispatch_time(DISPATCH_TIME_NOW, 3600ll * NSEC_PER_SEC),
+                                      DISPATCH_TIME_FOREVER, 0);
+            break;
+        case 2: dispatch_suspend(p->source); break;
+        default: dispatch_source_cancel(p->source); break;
+        }
+    }
+    // A zero-leeway timer half an hour away, armed once the perturbations (and any backoff
+    // of polling they caused) are over: it becomes the clock's wakeup, approached if at all
+    // only in its last 50 µs.
+    sleep_ms(100);
+    dispatch_source_t sentinel = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+    dispatch_source_set_event_handler_f(sentinel, noop_function);
+    dispatch_source_set_cancel_handler_f(sentinel, perturbed_cancel);
+    dispatch_source_set_timer(sentinel, dispatch_time(DISPATCH_TIME_NOW, 1800ll * NSEC_PER_SEC), DISPATCH_TIME_FOREVER, 0);
+    dispatch_activate(sentinel);
+    sleep_ms(20);
+    uint64_t cpu = process_cpu_ns();
+    sleep_ms(500);
+    cpu = process_cpu_ns() - cpu;
+    printf("   idle with the survivors armed an hour away or suspended: %.1f ms of CPU in 500 ms\n", cpu / 1e6);
+    CHECKF(cpu < 100 * NSEC_PER_MSEC, "the process used %.1f ms of CPU in 500 ms with nothing due", cpu / 1e6);
+    for (int i = 0; i < PERTURBED; i++) {
+        if (perturbed[i].action == 2) dispatch_resume(perturbed[i].source);
+        if (perturbed[i].action != 3) dispatch_source_cancel(perturbed[i].source);
+    }
+    dispatch_source_cancel(sentinel);
+    WAIT_FOR_COUNT(&perturbed_cancelled, PERTURBED + 1, 30);
+    dispatch_release(sentinel);
+    CHECKF(atomic_load(&perturbed_early) == 0, "%ld perturbed zero-leeway fires were early", atomic_load(&perturbed_early));
+    for (int i = 0; i < PERTURBED; i++) dispatch_release(perturbed[i].source);
+    dispatch_release(q);
+}
+
 int main(void) {
     check_start("timers", 50);
     ten_nearby();
     lone_timer_and_forever();
     hundred_thousand();
     precise_timers();
+    precise_timers_perturbed();
     check_pass();
     return 0;
 }
