@@ -380,7 +380,8 @@ extension EventLoop {
 ///
 /// When. Only where polling costs no runnable thread its CPU, by `DescriptorPolling`'s rules:
 /// two CPUs or more, fewer pool workers running than CPUs, and polling not backed off
-/// after the thread was found waiting for a CPU (measured when each approach ends). Not for
+/// after the thread was found waiting for a CPU (measured as each approach ends, and every
+/// `DescriptorPolling.recheck` while a run of precise timers keeps one open). Not for
 /// the wall clock (its expiry is read at once for ECANCELED, and `dispatch_walltime` timers
 /// are calendar timers). Cost: at most `lead` of an otherwise idle CPU per wakeup of a
 /// precise timer, less the wake latency it hides: 25-30 µs per fire of a 1 ms timer, 2.5-3%
